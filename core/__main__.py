@@ -1,0 +1,8 @@
+"""Entry point for `python -m core`."""
+from __future__ import annotations
+
+import sys
+
+from core.cli import main
+
+sys.exit(main())

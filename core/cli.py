@@ -1,0 +1,199 @@
+"""`python -m core`: index, query, eval, perf (and bench/report from the experiments module).
+
+Errors a user can fix are printed as one line: exit 2 for bad input, 1 for missing data.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from core.discovery import QueryError
+from core.settings import BACKENDS, REGISTRIES, DataNotFoundError, Settings, redact
+from core.toolbench import SUBSETS
+
+Handler = Callable[[argparse.Namespace, Settings], int]
+
+
+class UsageError(ValueError):
+    """Bad arguments that argparse cannot see (e.g. an unknown subset); exit 2."""
+
+
+def parse_ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--k takes integers like 5 or 1,3,5,10,20, not {text!r}") from None
+    if not ks or ks[0] < 1:
+        raise argparse.ArgumentTypeError("--k values must be positive integers")
+    return ks
+
+
+def add_common(parser: argparse.ArgumentParser, backend: bool = False) -> None:
+    parser.add_argument("--registry", choices=REGISTRIES, help="registry: full (~47k, default) or documented (4,940)")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    if backend:
+        parser.add_argument("--backend", choices=BACKENDS, help="LLM backend (default: LLM_BACKEND or offline)")
+        parser.add_argument("--no-cache", action="store_true", help="bypass the LLM call cache")
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    settings = Settings.from_env()
+    changes: dict[str, object] = {}
+    if getattr(args, "registry", None):
+        changes["registry"] = args.registry
+    if getattr(args, "backend", None) and args.backend != settings.llm_backend:
+        model = {"offline": "offline-heuristic", "gemini": "gemini-2.5-flash"}.get(args.backend, "")
+        changes.update(llm_backend=args.backend, llm_model=model or settings.llm_model)
+    return settings.with_(**changes) if changes else settings
+
+
+def progress_bar(desc: str) -> Callable[[int, int], None]:
+    """A tqdm bar on stderr driven by (done, total) callbacks."""
+    from tqdm import tqdm
+
+    bar: dict[str, tqdm] = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in bar:
+            bar["bar"] = tqdm(total=total, desc=desc, unit="doc", file=sys.stderr)
+        bar["bar"].update(done - bar["bar"].n)
+        if done >= total:
+            bar["bar"].close()
+
+    return update
+
+
+def retriever_for(settings: Settings):
+    from core.lab import build_retriever
+
+    return build_retriever(settings, progress=progress_bar("embedding registry"))
+
+
+def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
+    _, info = retriever_for(settings)
+    if args.json:
+        print(json.dumps(info.to_json()))
+    else:
+        source = "loaded from cache" if info.from_cache else "built and cached"
+        print(f"model {info.model_id} | registry {info.registry} ({info.size:,} APIs) | dim {info.dim} | "
+              f"{source} in {info.seconds:.1f} s")
+    return 0
+
+
+def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
+    from core.inspect import inspect_query
+
+    retriever, _ = retriever_for(settings)
+    result = inspect_query(args.text, args.k, retriever, settings, archs=args.arch, use_cache=not args.no_cache)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+        return 0
+    for arch in ("rtp", "ptr"):
+        if arch not in result:
+            continue
+        block = result[arch]
+        print(f"== {arch.upper()} (top-1 cosine {block['top1_score']:.3f})")
+        for stub in block.get("stubs", []):
+            print(f"   stub {stub['name']}: {stub['reasoning']}")
+        for hit in block["hits"]:
+            via = f"  <- {hit['stub']}" if hit.get("stub") else ""
+            print(f"{hit['rank']:>3}. {hit['score']:.3f}  {hit['tool_name'].strip()}/{hit['api_name'].strip()}"
+                  f"  [{hit['category'] or '-'}]{via}")
+        plan = block.get("plan")
+        if plan:
+            print(f"   plan ({plan['backend_label']}): selected {plan['selected_apis']}"
+                  + (f", refusal: {plan['refusal']}" if plan.get("refusal") else ""))
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from core.evaluate import evaluate_subset
+
+    retriever, info = retriever_for(settings)
+    rows = evaluate_subset(settings, retriever, args.arch, args.subset, args.gold, args.k,
+                           use_cache=not args.no_cache)
+    if args.json:
+        print(json.dumps(rows if len(rows) > 1 else rows[0]))
+    else:
+        for row in rows:
+            print(f"{row['subset']} {row['arch']} gold={row['gold']} k={row['k']} n={row['n']}: "
+                  f"recall {row['recall']:.3f}  precision {row['precision']:.3f}  hit {row['hit_rate']:.3f}")
+    return 0
+
+
+def cmd_perf(args: argparse.Namespace, settings: Settings) -> int:
+    from core.perf import run_perf
+
+    report = run_perf(settings, n_docs=args.docs, n_queries=args.queries)
+    print(json.dumps(report, indent=None if args.json else 2))
+    return 0
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    parser = argparse.ArgumentParser(
+        prog="python -m core",
+        description="Tool Discovery Lab: reproduce 'Plan or Retrieve First?' (RtP vs PtR tool discovery) "
+                    "on the ToolBench registry. Data: TOOLBENCH_DATA, then data/toolbench/, then ../shared/toolbench/.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    handlers: dict[str, Handler] = {}
+
+    p = sub.add_parser("index", help="build or verify the cached embeddings and index",
+                       description="Build (first time, with progress) or load the cached registry embeddings.")
+    add_common(p)
+    handlers["index"] = cmd_index
+
+    p = sub.add_parser("query", help="run one query through RtP and/or PtR",
+                       description="Retrieve the top-k APIs for one query; with --arch all, also PtR's stubs and both plans.")
+    p.add_argument("text", help="the user's request, in quotes")
+    p.add_argument("--arch", choices=("rtp", "ptr", "all"), default="rtp")
+    p.add_argument("--k", type=int, default=5, help="APIs to retrieve (default 5)")
+    add_common(p, backend=True)
+    handlers["query"] = cmd_query
+
+    p = sub.add_parser("eval", help="recall/precision@k of one architecture on one subset",
+                       description="Score an architecture on a ToolBench test subset; one JSON object per k.")
+    p.add_argument("--arch", choices=("rtp", "ptr"), default="rtp")
+    p.add_argument("--subset", default="G1_instruction", help=f"one of {', '.join(SUBSETS)}")
+    p.add_argument("--gold", choices=("api_list", "relevant"), default="api_list",
+                   help="gold definition: api_list (default; reproduces the paper) or relevant (ToolBench's)")
+    p.add_argument("--k", type=parse_ks, default=[5], help="k or a comma list, e.g. 1,3,5,10,20")
+    add_common(p, backend=True)
+    handlers["eval"] = cmd_eval
+
+    p = sub.add_parser("perf", help="benchmark encoding, index build and search against baselines",
+                       description="Speed benchmark, measured as ratios against baselines run in the same process.")
+    p.add_argument("--docs", type=int, default=2000, help="documents for the encode-throughput test")
+    p.add_argument("--queries", type=int, default=100, help="queries for latency and batch tests")
+    add_common(p)
+    handlers["perf"] = cmd_perf
+
+    try:
+        from core.bench_cli import register
+    except ImportError:
+        register = None
+    if register is not None:
+        register(sub, handlers)
+    return parser, handlers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser, handlers = build_parser()
+    args = parser.parse_args(argv)
+    settings: Settings | None = None
+    try:
+        settings = settings_for(args)
+        started = time.perf_counter()
+        code = handlers[args.command](args, settings)
+        logging.getLogger(__name__).debug("%s took %.2f s", args.command, time.perf_counter() - started)
+        return code
+    except (QueryError, UsageError, ValueError) as exc:
+        print(f"error: {redact(str(exc), settings.secrets() if settings else ())}", file=sys.stderr)
+        return 2
+    except DataNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

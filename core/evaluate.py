@@ -1,0 +1,114 @@
+"""Batch retrieval over benchmark queries and per-query scoring against a gold definition.
+
+Retrieval runs once at the largest k; smaller k truncate it. For PtR that is exact: a row in the
+max-score top-k is always inside some stub's top-k, so per-stub depth beyond k changes nothing but
+the reported search width, which is recomputed per k.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core import metrics
+from core.discovery import Discovery, Hit, Retriever, Stub, merge_stub_hits
+from core.stats import summarise
+from core.toolbench import Query
+
+GOLD_DEFINITIONS = ("api_list", "relevant")
+
+
+@dataclass(frozen=True)
+class QueryScore:
+    uid: str
+    k: int
+    recall: float | None
+    precision: float
+    hit: float
+
+
+def rtp_batch(texts: Sequence[str], k: int, retriever: Retriever) -> list[Discovery]:
+    """RtP for many queries with one encode call and one batched search."""
+    vectors = retriever.encode(texts)
+    scores, rows = retriever.index.batch_search(vectors, k)
+    return [Discovery("rtp", k, tuple(retriever.hits_for(scores[i], rows[i])), search_width=rows.shape[1])
+            for i in range(len(texts))]
+
+
+def ptr_batch(stub_lists: Sequence[Sequence[Stub]], ks: Sequence[int], retriever: Retriever,
+              stub_text: str = "name_reasoning") -> dict[int, list[Discovery]]:
+    """PtR retrieval for many queries' stubs at every k in ks, with one encode and one search."""
+    flat = [s for stubs in stub_lists for s in stubs]
+    vectors = retriever.encode([s.text(stub_text) for s in flat])
+    scores, rows = retriever.index.batch_search(vectors, max(ks))
+    out: dict[int, list[Discovery]] = {k: [] for k in ks}
+    apis = retriever.registry.apis
+    start = 0
+    for stubs in stub_lists:
+        block = range(start, start + len(stubs))
+        start += len(stubs)
+        for k in ks:
+            merged, width = merge_stub_hits([(flat[i].name, scores[i, :k], rows[i, :k]) for i in block], k)
+            hits = tuple(Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, s, n + 1, stub)
+                         for n, (r, s, stub) in enumerate(merged))
+            out[k].append(Discovery("ptr", k, hits, tuple(stubs), width))
+    return out
+
+
+def truncate(discovery: Discovery, k: int) -> Discovery:
+    return Discovery(discovery.arch, k, discovery.hits[:k], discovery.stubs, min(discovery.search_width, k),
+                     discovery.latency_s)
+
+
+def score_query(query: Query, ranked: Sequence[tuple[str, str]], gold: str, k: int) -> QueryScore:
+    gold_set = query.gold(gold)
+    return QueryScore(query.uid, k, metrics.recall_at_k(ranked, gold_set, k),
+                      metrics.precision_at_k(ranked, gold_set, k), metrics.hit_at_k(ranked, gold_set, k))
+
+
+def aggregate(scores: Sequence[QueryScore]) -> dict:
+    recall, precision, hit = (summarise(getattr(s, f) for s in scores) for f in ("recall", "precision", "hit"))
+    return {"n": len(scores), "recall": recall.mean, "recall_std": recall.std, "precision": precision.mean,
+            "precision_std": precision.std, "hit_rate": hit.mean}
+
+
+
+def write_all_stubs(writer, texts: Sequence[str], concurrency: int = 1) -> list:
+    """StubOutcomes for many queries, in order; LLM calls may run concurrently."""
+    if concurrency <= 1:
+        return [writer.write(t) for t in texts]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(writer.write, texts))
+
+
+def evaluate_subset(settings, retriever: Retriever, arch: str, subset: str, gold: str, ks: Sequence[int],
+                    use_cache: bool = True, concurrency: int = 4) -> list[dict]:
+    """`python -m core eval`: one aggregate row per k for an architecture on a subset."""
+    from core.inspect import make_agents
+    from core.lab import queries_for
+
+    if gold not in GOLD_DEFINITIONS:
+        raise ValueError(f"gold must be one of {GOLD_DEFINITIONS}")
+    queries = queries_for(settings, subset)
+    texts = [q.query for q in queries]
+    extra: dict = {}
+    if arch == "rtp":
+        base = rtp_batch(texts, max(ks), retriever)
+        per_k = {k: [truncate(d, k) for d in base] for k in ks}
+    elif arch == "ptr":
+        agents = make_agents(settings, retriever, use_cache)
+        outcomes = write_all_stubs(agents.stub_writer, texts, concurrency)
+        per_k = ptr_batch([o.stubs for o in outcomes], ks, retriever)
+        extra = {"backend": outcomes[0].label if outcomes else agents.stub_writer.backend,
+                 "stub_fallbacks": sum(o.fallback for o in outcomes)}
+    else:
+        raise ValueError(f"arch must be rtp or ptr, not {arch!r}")
+    rows = []
+    for k in ks:
+        scores = [score_query(q, d.keys, gold, k) for q, d in zip(queries, per_k[k])]
+        rows.append({"subset": subset, "arch": arch, "gold": gold, "k": k, **aggregate(scores),
+                     "registry": retriever.registry.name, "registry_size": len(retriever.registry),
+                     "embedding_model": retriever.encoder.model_id,
+                     "mean_search_width": sum(d.search_width for d in per_k[k]) / max(len(queries), 1), **extra})
+    return rows

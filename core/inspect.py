@@ -1,0 +1,78 @@
+"""One query through both architectures and both planners: what the CLI's `query` and the Inspector show."""
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from core import metrics
+from core.discovery import Discovery, Retriever, clean_query, ptr_retrieve, rtp
+from core.llm import CachedClient, CallCache, make_client
+from core.planner import LLMPlanner, OfflinePlanner, Plan
+from core.prompts import DISCOVERY_VERSION, PLANNER_VERSION
+from core.settings import Settings
+from core.stubs import LLMStubWriter, OfflineStubWriter, StubOutcome, StubWriter, usage_json
+from core.toolbench import ApiKey
+
+
+@dataclass(frozen=True)
+class Agents:
+    """The LLM-facing half of the study for one backend: who writes stubs and who plans."""
+
+    stub_writer: StubWriter
+    planner: OfflinePlanner | LLMPlanner
+
+
+def make_agents(settings: Settings, retriever: Retriever, use_cache: bool = True) -> Agents:
+    """Offline heuristic when LLM_BACKEND is offline; else the configured client behind the call cache."""
+    client = make_client(settings)
+    if client is None:
+        return Agents(OfflineStubWriter(), OfflinePlanner(retriever))
+    cache = CallCache(settings.cache_dir / "llm_calls.sqlite") if use_cache else None
+    return Agents(LLMStubWriter(CachedClient(client, cache, DISCOVERY_VERSION, enabled=use_cache)),
+                  LLMPlanner(CachedClient(client, cache, PLANNER_VERSION, enabled=use_cache), retriever.registry.get))
+
+
+def discovery_json(discovery: Discovery, plan: Plan | None, gold: Collection[ApiKey] | None) -> dict:
+    hits = [h.to_json() for h in discovery.hits]
+    out: dict = {"hits": hits, "top1_score": discovery.top1_score, "search_width": discovery.search_width,
+                 "latency_s": round(discovery.latency_s, 4)}
+    if gold is not None:
+        for hit, is_gold in zip(hits, metrics.gold_flags(discovery.keys, gold)):
+            hit["gold"] = is_gold
+        out["recall"] = metrics.recall_at_k(discovery.keys, gold, discovery.k)
+        out["precision"] = metrics.precision_at_k(discovery.keys, gold, discovery.k)
+    if plan is not None:
+        out["plan"] = plan.to_json()
+    return out
+
+
+def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, archs: str = "all",
+                  use_cache: bool = True, gold: Collection[ApiKey] | None = None,
+                  agents: Agents | None = None, stubs: StubOutcome | None = None) -> dict:
+    """RtP and/or PtR for one query, with plans when an architecture's planner runs.
+
+    `stubs` lets a caller replay stored stubs instead of writing new ones. Failures of the LLM
+    are recorded in the result (fallback stubs, parse errors); they never stop RtP from showing.
+    """
+    query = clean_query(text)
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    out: dict = {"query": query, "k": k}
+    want_plans = archs == "all"
+    if want_plans or archs == "ptr":
+        agents = agents or make_agents(settings, retriever, use_cache)
+    if archs in ("rtp", "all"):
+        found = rtp(query, k, retriever)
+        plan = agents.planner.plan(query, found.hits) if want_plans and agents else None
+        out["rtp"] = discovery_json(found, plan, gold)
+    if archs in ("ptr", "all") and agents is not None:
+        outcome = stubs or agents.stub_writer.write(query)
+        found = ptr_retrieve(outcome.stubs, k, retriever)
+        plan = agents.planner.plan(query, found.hits) if want_plans else None
+        block = discovery_json(found, plan, gold)
+        stub_json = outcome.to_json()
+        block.update(stubs=stub_json["stubs"], stub_fallback=outcome.fallback, stub_error=outcome.error,
+                     backend_label=outcome.label, usage=usage_json(outcome.usage),
+                     stub_latency_s=stub_json["latency_s"])
+        out["ptr"] = block
+    return out

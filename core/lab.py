@@ -1,0 +1,77 @@
+"""Assembles data, encoder, cached embeddings and index from Settings: the one place that wires them."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+from core.discovery import Retriever
+from core.embedding import Encoder, ProgressFn, SentenceTransformerEncoder, corpus_embeddings
+from core.index import VectorIndex
+from core.registry import Registry
+from core.settings import Settings
+from core.toolbench import Query, load_queries, load_registry
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """What `python -m core index` reports, and what every stored result records as provenance."""
+
+    model_id: str
+    registry: str
+    size: int
+    dim: int
+    registry_hash: str
+    from_cache: bool
+    seconds: float
+
+    def to_json(self) -> dict:
+        return {"model": self.model_id, "registry": self.registry, "size": self.size, "dim": self.dim,
+                "registry_hash": self.registry_hash, "from_cache": self.from_cache, "seconds": round(self.seconds, 3)}
+
+
+@lru_cache(maxsize=4)
+def _registry(data_dir: str, which: str) -> Registry:
+    from pathlib import Path
+
+    return Registry(which, tuple(load_registry(Path(data_dir), which)))
+
+
+@lru_cache(maxsize=2)
+def _queries(data_dir: str) -> tuple[Query, ...]:
+    from pathlib import Path
+
+    return tuple(load_queries(Path(data_dir)))
+
+
+def registry_for(settings: Settings) -> Registry:
+    return _registry(str(settings.data_dir()), settings.registry)
+
+
+def queries_for(settings: Settings, subset: str | None = None) -> list[Query]:
+    queries = _queries(str(settings.data_dir()))
+    if subset is None:
+        return list(queries)
+    chosen = [q for q in queries if q.subset == subset]
+    if not chosen:
+        known = sorted({q.subset for q in queries})
+        raise ValueError(f"Unknown subset {subset!r}; known subsets: {', '.join(known)}")
+    return chosen
+
+
+@lru_cache(maxsize=2)
+def load_encoder(name: str) -> SentenceTransformerEncoder:
+    return SentenceTransformerEncoder(name)
+
+
+def build_retriever(settings: Settings, encoder: Encoder | None = None, registry: Registry | None = None,
+                    progress: ProgressFn | None = None) -> tuple[Retriever, IndexInfo]:
+    """Encoder + cached corpus embeddings + FAISS index for the configured registry."""
+    start = time.perf_counter()
+    registry = registry or registry_for(settings)
+    encoder = encoder or load_encoder(settings.embedding_model)
+    vectors, from_cache = corpus_embeddings(encoder, registry, settings.cache_dir, progress)
+    index = VectorIndex(vectors)
+    info = IndexInfo(encoder.model_id, registry.name, len(registry), encoder.dim, registry.content_hash[:16],
+                     from_cache, time.perf_counter() - start)
+    return Retriever(registry, encoder, index), info

@@ -1,0 +1,110 @@
+"""Records and the client protocol shared by every LLM backend.
+
+Kept free of SDK imports so discovery, the planner and the fakes in tests depend only on this.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from core.settings import redact
+
+ErrorKind = Literal["timeout", "rate_limit", "server", "transport", "auth", "bad_request"]
+ERROR_KINDS: frozenset[str] = frozenset(
+    {"timeout", "rate_limit", "server", "transport", "auth", "bad_request"}
+)
+RETRYABLE_KINDS: frozenset[str] = frozenset({"timeout", "rate_limit", "server", "transport"})
+MAX_MESSAGE_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one or more calls; thoughts are reported apart because they are billed."""
+
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    thoughts_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.output_tokens + self.thoughts_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.output_tokens + other.output_tokens,
+            self.thoughts_tokens + other.thoughts_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """One successful call. `latency_s` is the successful attempt only (backoff waits excluded)."""
+
+    text: str
+    usage: Usage
+    latency_s: float
+    backend: str
+    model: str
+    cached: bool = False
+    attempts: int = 1
+
+
+class LLMError(Exception):
+    """A failed call, classified by `kind` so retry and reporting need no SDK knowledge.
+
+    The message is redacted against `secrets` and truncated, so it is safe to log or store.
+    """
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        secrets: tuple[str, ...] = (),
+        status: int | None = None,
+        retry_after_s: float | None = None,
+        attempts: int = 1,
+    ) -> None:
+        if kind not in ERROR_KINDS:
+            raise ValueError(f"unknown LLMError kind {kind!r}")
+        clean = redact(message, secrets)[:MAX_MESSAGE_CHARS]
+        super().__init__(kind, clean)  # both in args, so the error pickles across processes
+        self.kind: ErrorKind = kind
+        self.message = clean
+        self.status = status
+        self.retry_after_s = retry_after_s
+        self.attempts = attempts
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE_KINDS
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+def kind_for_status(code: int) -> ErrorKind:
+    """Classify an HTTP error status the same way for every backend."""
+    if code == 429:
+        return "rate_limit"
+    if code == 408:
+        return "timeout"
+    if code in (401, 403):
+        return "auth"
+    if 400 <= code < 500:
+        return "bad_request"
+    return "server"
+
+
+class LLMClient(Protocol):
+    """What discovery and the planner need from a backend: one prompt in, one text out."""
+
+    backend: str
+    model: str
+
+    def generate(
+        self, prompt: str, *, schema: dict[str, Any] | None = None, temperature: float = 0.0
+    ) -> LLMResponse:
+        """Return the model's reply; JSON mode when `schema` is given. Raises LLMError."""
+        ...

@@ -1,0 +1,116 @@
+"""One Settings object, read from the environment and `.streamlit/secrets.toml`.
+
+Every entry point (CLI, app, tests) builds its configuration here, so a setting has
+exactly one name and one default.
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+REGISTRIES = ("full", "documented")
+BACKENDS = ("offline", "gemini", "openai")
+
+
+class DataNotFoundError(RuntimeError):
+    """Raised when no ToolBench data directory can be found; the message is user-facing."""
+
+
+def _read_secrets(root: Path) -> dict[str, str]:
+    path = root / ".streamlit" / "secrets.toml"
+    try:
+        with path.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    return {k: str(v) for k, v in raw.items() if isinstance(v, (str, int, float))}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved configuration. Secrets are kept out of repr so they never reach a log."""
+
+    toolbench_data: str | None = None
+    registry: str = "full"
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    llm_backend: str = "offline"
+    llm_model: str = ""
+    llm_timeout_s: float = 60.0
+    openai_base_url: str = ""
+    database_url: str = ""
+    cache_dir: Path = PROJECT_ROOT / "data" / "cache"
+    root: Path = PROJECT_ROOT
+    gemini_api_key: str = field(default="", repr=False)
+    openai_api_key: str = field(default="", repr=False)
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, root: Path = PROJECT_ROOT) -> Settings:
+        env = dict(os.environ if env is None else env)
+        merged = {**_read_secrets(root), **{k: v for k, v in env.items() if v}}
+        gemini_key = merged.get("GEMINI_API_KEY") or merged.get("GOOGLE_API_KEY", "")
+        openai_url = merged.get("OPENAI_BASE_URL", "")
+        backend = merged.get("LLM_BACKEND", "").strip().lower()
+        if not backend:
+            backend = "gemini" if gemini_key else "offline"
+        registry = merged.get("REGISTRY", "full").strip().lower()
+        if registry not in REGISTRIES:
+            raise ValueError(f"REGISTRY must be one of {', '.join(REGISTRIES)}, not {registry!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"LLM_BACKEND must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        default_model = {"gemini": "gemini-2.5-flash", "openai": merged.get("OPENAI_MODEL", ""),
+                         "offline": "offline-heuristic"}[backend]
+        return cls(
+            toolbench_data=merged.get("TOOLBENCH_DATA") or None,
+            registry=registry,
+            embedding_model=merged.get("EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
+            llm_backend=backend,
+            llm_model=merged.get("LLM_MODEL", "") or default_model,
+            llm_timeout_s=float(merged.get("LLM_TIMEOUT_S", "60")),
+            openai_base_url=openai_url,
+            database_url=merged.get("DATABASE_URL", ""),
+            cache_dir=Path(merged.get("CACHE_DIR", str(root / "data" / "cache"))),
+            root=root,
+            gemini_api_key=gemini_key,
+            openai_api_key=merged.get("OPENAI_API_KEY", ""),
+        )
+
+    def with_(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def results_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.root / 'data' / 'results.sqlite'}"
+
+    def data_dir(self) -> Path:
+        """The ToolBench directory: TOOLBENCH_DATA, then data/toolbench/, then ../shared/toolbench/."""
+        candidates: list[Path] = []
+        if self.toolbench_data:
+            candidates.append(Path(self.toolbench_data).expanduser())
+        else:
+            candidates += [self.root / "data" / "toolbench", self.root.parent / "shared" / "toolbench"]
+        for path in candidates:
+            if path.is_dir() and (
+                any(path.glob("registry*.jsonl*")) or (path / "toolenv").is_dir() or (path / "tools").is_dir()
+            ):
+                return path
+        tried = ", ".join(str(p) for p in candidates)
+        raise DataNotFoundError(
+            f"No ToolBench data found (looked in {tried}); set TOOLBENCH_DATA to a directory "
+            "holding registry_full.jsonl.gz and queries.jsonl.gz, or an official ToolBench download."
+        )
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret value, so redaction can scrub them from any text."""
+        return tuple(s for s in (self.gemini_api_key, self.openai_api_key) if s)
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """Replace every secret in text with a marker; used on every message that leaves the process."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text

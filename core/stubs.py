@@ -1,0 +1,92 @@
+"""PtR's first step: abstract tool stubs written from the query alone, by an LLM or the offline heuristic.
+
+A stub writer never raises for a bad LLM answer: it falls back to the raw query as the single stub
+(`fallback=True`) and records why, so a benchmark never dies on one call.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from core.discovery import Stub, clean_query
+from core.llm import LLMClient, Usage, generate_json
+from core.offline_split import OFFLINE_LABEL, split_subrequests
+from core.prompts import DISCOVERY_SCHEMA, DISCOVERY_VERSION, discovery_prompt, validate_stubs
+
+OFFLINE_VERSION = "offline-split-v1"
+
+
+@dataclass(frozen=True)
+class StubOutcome:
+    stubs: tuple[Stub, ...]
+    backend: str
+    model: str
+    prompt_version: str
+    usage: Usage = Usage()
+    latency_s: float = 0.0
+    fallback: bool = False
+    error: str | None = None
+    cached: bool = False
+
+    @property
+    def label(self) -> str:
+        return OFFLINE_LABEL if self.backend == "offline" else f"{self.backend} {self.model}"
+
+    def to_json(self) -> dict:
+        return {"stubs": [{"name": s.name, "reasoning": s.reasoning} for s in self.stubs],
+                "backend": self.backend, "model": self.model, "backend_label": self.label,
+                "prompt_version": self.prompt_version, "stub_fallback": self.fallback, "error": self.error,
+                "usage": usage_json(self.usage), "latency_s": round(self.latency_s, 4), "cached": self.cached}
+
+
+def usage_json(usage: Usage) -> dict:
+    return {"prompt_tokens": usage.prompt_tokens, "output_tokens": usage.output_tokens,
+            "thoughts_tokens": usage.thoughts_tokens, "total_tokens": usage.total}
+
+
+class StubWriter(Protocol):
+    backend: str
+    model: str
+    prompt_version: str
+
+    def write(self, query: str) -> StubOutcome: ...
+
+
+class OfflineStubWriter:
+    """Splits the request into sub-requests and names each verb_object: an offline heuristic, not an LLM."""
+
+    backend = "offline"
+    model = "offline-heuristic"
+    prompt_version = OFFLINE_VERSION
+
+    def write(self, query: str) -> StubOutcome:
+        start = time.perf_counter()
+        parts = split_subrequests(clean_query(query))
+        stubs = tuple(Stub(p.name, p.text) for p in parts)
+        return StubOutcome(stubs, self.backend, self.model, self.prompt_version,
+                           latency_s=time.perf_counter() - start)
+
+
+class LLMStubWriter:
+    """Asks an LLM for stubs with the versioned discovery prompt."""
+
+    prompt_version = DISCOVERY_VERSION
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
+        self.backend = client.backend
+        self.model = client.model
+
+    def write(self, query: str) -> StubOutcome:
+        text = clean_query(query)
+        start = time.perf_counter()
+        obj, response, error, usage = generate_json(self.client, discovery_prompt(text), DISCOVERY_SCHEMA, 0.0,
+                                                    validate_stubs)
+        latency = time.perf_counter() - start
+        cached = bool(response and response.cached)
+        if obj is None:
+            return StubOutcome((Stub(text),), self.backend, self.model, self.prompt_version, usage, latency,
+                               fallback=True, error=error, cached=cached)
+        stubs = tuple(Stub(str(s["name"]).strip(), str(s.get("reasoning") or "").strip()) for s in obj["stubs"])
+        return StubOutcome(stubs, self.backend, self.model, self.prompt_version, usage, latency, cached=cached)

@@ -1,0 +1,89 @@
+"""Shared fixtures: a deterministic fake encoder, small registries, and the real data when present."""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.discovery import Retriever
+from core.index import VectorIndex
+from core.registry import Registry
+from core.settings import PROJECT_ROOT, Settings
+from core.toolbench import Api
+
+SHARED_DATA = PROJECT_ROOT.parent / "shared" / "toolbench"
+
+
+class FakeEncoder:
+    """Hashed bag of words: texts sharing words get similar unit vectors. Deterministic, instant."""
+
+    model_id = "fake-bow-64"
+    dim = 64
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress=None) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            words = re.findall(r"[a-z0-9]+", text.lower()) or ["<empty>"]
+            for word in words:
+                h = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "little")
+                out[i, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
+            norm = np.linalg.norm(out[i])
+            out[i] = out[i] / norm if norm else np.eye(self.dim, dtype=np.float32)[0]
+        if progress:
+            progress(len(texts), len(texts))
+        return out
+
+
+SMALL_APIS = (
+    Api("Hotels", "search hotels", "Travel", "Find hotels in a city with prices"),
+    Api("Hotels", "hotel details", "Travel", "Details and reviews of one hotel"),
+    Api("Currency", "exchange rate", "Finance", "Currency exchange rate between two currencies"),
+    Api("Currency", "convert", "Finance", "Convert an amount from one currency to another"),
+    Api("IP Lookup", "ip info", "Data", "Look up geolocation of an IP address"),
+    Api(" Weather", "forecast", "Weather", "Weather forecast for a city"),
+    Api("Jokes", "random joke", "Entertainment", "A random joke"),
+    Api("Jokes", "joke by category", "Entertainment", "A joke from a category"),
+    Api("Football", "player stats", "Sports", "Statistics of a football player"),
+    Api("Football", "transfers", "", "Transfers of football players"),
+)
+
+
+@pytest.fixture
+def fake_encoder() -> FakeEncoder:
+    return FakeEncoder()
+
+
+@pytest.fixture
+def small_registry() -> Registry:
+    return Registry("small", SMALL_APIS)
+
+
+@pytest.fixture
+def small_retriever(small_registry: Registry, fake_encoder: FakeEncoder) -> Retriever:
+    return Retriever(small_registry, fake_encoder, VectorIndex(fake_encoder.encode(small_registry.documents)))
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings isolated from the developer's environment: offline backend, temp cache."""
+    return Settings.from_env(env={"CACHE_DIR": str(tmp_path / "cache"), "LLM_BACKEND": "offline"})
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real ToolBench data. Under CI it must be there: the integration tests run, never skip."""
+    import os
+
+    if not (SHARED_DATA / "queries.jsonl.gz").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs the ToolBench data at {SHARED_DATA}")
+        pytest.skip("ToolBench data not found")
+    return SHARED_DATA

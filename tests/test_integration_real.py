@@ -1,0 +1,57 @@
+"""The real data, the real offline MiniLM model and real FAISS, on a small stratified sub-registry."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.discovery import rtp
+from core.evaluate import aggregate, rtp_batch, score_query
+from core.lab import build_retriever, load_encoder
+from core.registry import Registry, stratified_rows
+from core.settings import Settings
+from core.toolbench import PAPER_SUBSETS, load_queries, load_registry
+
+pytestmark = pytest.mark.slow
+SUB_REGISTRY_SIZE = 800
+
+
+@pytest.fixture(scope="module")
+def real_setup(shared_data: Path, tmp_path_factory: pytest.TempPathFactory):
+    full = Registry("full", tuple(load_registry(shared_data, "full")))
+    queries = [q for s in PAPER_SUBSETS for q in load_queries(shared_data) if q.subset == s]
+    chosen = [q for s in PAPER_SUBSETS for q in [q for q in queries if q.subset == s][:4]]
+    gold_rows = full.rows_of(k for q in chosen for k in q.gold("api_list") | q.gold("relevant"))
+    rows = stratified_rows(full, SUB_REGISTRY_SIZE, gold_rows, seed=0)
+    sub = Registry("integration", tuple(full.apis[r] for r in rows))
+    cache = tmp_path_factory.mktemp("cache")
+    settings = Settings.from_env(env={"CACHE_DIR": str(cache), "LLM_BACKEND": "offline"})
+    retriever, info = build_retriever(settings, encoder=load_encoder("all-MiniLM-L6-v2"), registry=sub)
+    return settings, retriever, info, chosen
+
+
+def test_real_model_vectors_and_cache(real_setup) -> None:
+    settings, retriever, info, _ = real_setup
+    assert info.model_id == "sentence-transformers/all-MiniLM-L6-v2" and info.dim == 384
+    assert info.size == SUB_REGISTRY_SIZE and not info.from_cache
+    again, info2 = build_retriever(settings, encoder=retriever.encoder, registry=retriever.registry)
+    assert info2.from_cache  # a second start computes nothing
+
+
+def test_rtp_finds_gold_with_the_real_model(real_setup) -> None:
+    _, retriever, _, chosen = real_setup
+    found = rtp_batch([q.query for q in chosen], 5, retriever)
+    scores = [score_query(q, d.keys, "api_list", 5) for q, d in zip(chosen, found)]
+    summary = aggregate(scores)
+    # On an 800-API registry that holds every gold API, MiniLM finds a good share of them.
+    assert summary["recall"] > 0.3 and summary["hit_rate"] > 0.7
+    for query, batched in zip(chosen[:3], found):
+        single = rtp(query.query, 5, retriever)
+        assert single.keys == batched.keys
+        assert single.top1_score == pytest.approx(batched.top1_score, abs=1e-5)
+
+
+def test_unicode_and_huge_query_with_the_real_model(real_setup) -> None:
+    _, retriever, _, _ = real_setup
+    assert len(rtp("天气预报 🌦️ weather forecast for Zürich", 5, retriever).hits) == 5
+    assert len(rtp("translate this text " * 5000, 5, retriever).hits) == 5

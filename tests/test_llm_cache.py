@@ -1,0 +1,149 @@
+"""The SQLite call cache: exact replay without HTTP, misses on any changed input, self-healing."""
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.llm import CachedClient, CallCache, LLMError, LLMResponse, Usage, cache_key
+from core.llm.gemini import GeminiClient
+from core.prompts import DISCOVERY_SCHEMA, DISCOVERY_VERSION, PLANNER_VERSION
+from tests.fake_llm_servers import FakeServer, gemini_error, gemini_ok
+
+KEY = "sk-SENTINEL-123"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> CallCache:
+    return CallCache(tmp_path / "llm_calls.sqlite")
+
+
+def gemini(server: FakeServer) -> GeminiClient:
+    return GeminiClient(KEY, base_url=server.url, sleep=lambda _: None)
+
+
+def test_second_identical_call_replays_without_http(server: FakeServer, cache: CallCache) -> None:
+    server.enqueue(gemini_ok('{"stubs": [{"name": "get_weather"}]}', 21, 8, 5))
+    client = CachedClient(gemini(server), cache, DISCOVERY_VERSION)
+    first = client.generate("weather in Paris", schema=DISCOVERY_SCHEMA, temperature=0.0)
+    second = client.generate("weather in Paris", schema=DISCOVERY_SCHEMA, temperature=0.0)
+    assert len(server.requests) == 1
+    assert (first.cached, second.cached) == (False, True)
+    assert second.text == first.text and second.usage == first.usage == Usage(21, 8, 5)
+    assert second.latency_s == first.latency_s and second.attempts == first.attempts
+    assert (second.backend, second.model) == ("gemini", "gemini-2.5-flash")
+    assert (client.backend, client.model) == ("gemini", "gemini-2.5-flash")
+
+
+def test_replay_survives_reopening_the_file(server: FakeServer, tmp_path: Path) -> None:
+    server.enqueue(gemini_ok("{}"))
+    path = tmp_path / "c.sqlite"
+    CachedClient(gemini(server), CallCache(path), PLANNER_VERSION).generate("q")
+    again = CachedClient(gemini(server), CallCache(path), PLANNER_VERSION).generate("q")
+    assert again.cached and len(server.requests) == 1
+
+
+@pytest.mark.parametrize(("version", "prompt", "schema", "temperature"), [
+    (PLANNER_VERSION, "q", DISCOVERY_SCHEMA, 0.0),
+    (DISCOVERY_VERSION, "q2", DISCOVERY_SCHEMA, 0.0),
+    (DISCOVERY_VERSION, "q", {"type": "OBJECT"}, 0.0),
+    (DISCOVERY_VERSION, "q", DISCOVERY_SCHEMA, 0.7),
+], ids=["prompt_version", "prompt", "schema", "temperature"])
+def test_any_changed_input_misses(
+    version: str, prompt: str, schema: dict[str, Any], temperature: float, server: FakeServer, cache: CallCache
+) -> None:
+    server.enqueue(gemini_ok('{"a": 1}'), gemini_ok('{"a": 2}'))
+    CachedClient(gemini(server), cache, DISCOVERY_VERSION).generate("q", schema=DISCOVERY_SCHEMA, temperature=0.0)
+    resp = CachedClient(gemini(server), cache, version).generate(prompt, schema=schema, temperature=temperature)
+    assert not resp.cached and resp.text == '{"a": 2}' and len(server.requests) == 2
+
+
+def test_cache_key_is_canonical() -> None:
+    schema_a = {"type": "OBJECT", "properties": {"a": {"type": "STRING"}, "b": {"type": "STRING"}}}
+    schema_b = {"properties": {"b": {"type": "STRING"}, "a": {"type": "STRING"}}, "type": "OBJECT"}
+    key = cache_key("gemini", "m", "v1", "p", 0, schema_a)
+    assert key == cache_key("gemini", "m", "v1", "p", 0.0, schema_b)
+    assert len(key) == 64 and int(key, 16) >= 0
+    assert key != cache_key("openai", "m", "v1", "p", 0.0, schema_a)
+    assert key != cache_key("gemini", "m2", "v1", "p", 0.0, schema_a)
+
+
+def test_disabled_or_absent_cache_always_calls(server: FakeServer, cache: CallCache) -> None:
+    server.enqueue(*[gemini_ok("{}") for _ in range(4)])
+    for client in (CachedClient(gemini(server), cache, "v", enabled=False), CachedClient(gemini(server), None, "v")):
+        client.generate("q")
+        assert not client.generate("q").cached
+    assert len(server.requests) == 4 and len(cache) == 0
+
+
+def test_failures_are_not_cached(server: FakeServer, cache: CallCache) -> None:
+    server.enqueue(gemini_error(400, "bad"), gemini_ok("{}"))
+    client = CachedClient(gemini(server), cache, "v")
+    with pytest.raises(LLMError):
+        client.generate("q")
+    assert len(cache) == 0
+    assert not client.generate("q").cached and len(server.requests) == 2
+
+
+def test_corrupt_cache_file_is_moved_aside(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "llm_calls.sqlite"
+    path.write_bytes(b"this is not a database, just some bytes " * 200)
+    cache = CallCache(path)
+    [moved] = list(tmp_path.glob("llm_calls.sqlite.corrupt-*"))
+    assert moved.read_bytes().startswith(b"this is not a database")
+    assert "unreadable" in caplog.text
+    response = LLMResponse("{}", Usage(1, 2, 3), 0.5, "gemini", "m")
+    cache.put("k", "v", response)
+    assert cache.get("k") == LLMResponse("{}", Usage(1, 2, 3), 0.5, "gemini", "m", cached=True)
+
+
+def test_concurrent_use_from_threads(tmp_path: Path) -> None:
+    cache = CallCache(tmp_path / "c.sqlite")
+
+    class Echo:
+        backend, model = "fake", "echo"
+
+        def generate(self, prompt: str, *, schema: dict[str, Any] | None = None,
+                     temperature: float = 0.0) -> LLMResponse:
+            return LLMResponse(prompt.upper(), Usage(1, 1, 0), 0.01, self.backend, self.model)
+
+    client = CachedClient(Echo(), cache, "v")
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(20):
+                assert client.generate(f"p{(n + i) % 10}").text == f"P{(n + i) % 10}"
+        except BaseException as exc:  # surfaced below; a thread's failure would otherwise vanish
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(cache) == 10
+
+
+def test_api_key_never_reaches_the_cache(server: FakeServer, tmp_path: Path) -> None:
+    server.enqueue(gemini_ok('{"ok": true}'))
+    path = tmp_path / "c.sqlite"
+    client = CachedClient(gemini(server), CallCache(path), "v")
+    client.generate("q")
+    assert KEY not in repr(client)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT * FROM llm_calls").fetchall()
+    conn.close()
+    assert len(rows) == 1 and KEY not in repr(rows)
+    for file in tmp_path.iterdir():
+        assert KEY.encode() not in file.read_bytes()
