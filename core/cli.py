@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from core.discovery import QueryError
+from core.discovery import QueryError, clean_query
 from core.settings import BACKENDS, REGISTRIES, DataNotFoundError, Settings, redact
 from core.toolbench import SUBSETS
 
@@ -87,6 +87,7 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     from core.inspect import inspect_query
 
+    clean_query(args.text)  # refuse bad input before loading anything
     retriever, _ = retriever_for(settings)
     result = inspect_query(args.text, args.k, retriever, settings, archs=args.arch, use_cache=not args.no_cache)
     if args.json:

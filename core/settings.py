@@ -41,6 +41,7 @@ class Settings:
     llm_model: str = ""
     llm_timeout_s: float = 60.0
     openai_base_url: str = ""
+    gemini_base_url: str = ""
     database_url: str = ""
     cache_dir: Path = PROJECT_ROOT / "data" / "cache"
     root: Path = PROJECT_ROOT
@@ -71,6 +72,7 @@ class Settings:
             llm_model=merged.get("LLM_MODEL", "") or default_model,
             llm_timeout_s=float(merged.get("LLM_TIMEOUT_S", "60")),
             openai_base_url=openai_url,
+            gemini_base_url=merged.get("GEMINI_BASE_URL", ""),
             database_url=merged.get("DATABASE_URL", ""),
             cache_dir=Path(merged.get("CACHE_DIR", str(root / "data" / "cache"))),
             root=root,

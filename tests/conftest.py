@@ -87,3 +87,41 @@ def shared_data() -> Path:
             pytest.fail(f"CI needs the ToolBench data at {SHARED_DATA}")
         pytest.skip("ToolBench data not found")
     return SHARED_DATA
+
+
+TINY_QUERIES = (
+    {"subset": "G1_instruction", "group": "G1", "query_id": 1, "query": "Find hotels in Paris with prices",
+     "relevant_apis": [["Hotels", "search hotels"]], "api_list": [["Hotels", "search hotels"], ["Hotels", "hotel details"]]},
+    {"subset": "G2_instruction", "group": "G2", "query_id": 2,
+     "query": "Find hotels in London, check the currency exchange rate and look up my IP address.",
+     "relevant_apis": [["Hotels", "search hotels"], ["Currency", "exchange rate"], ["IP Lookup", "ip info"]],
+     "api_list": [["Hotels", "search hotels"], ["Currency", "exchange rate"], ["IP Lookup", "ip info"]]},
+)
+
+
+def write_tiny_data(folder: Path) -> Path:
+    """A compact-format data directory (registry + queries) small enough for the real model."""
+    import gzip
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(folder / "registry.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for api in SMALL_APIS:
+            fh.write(json.dumps({"category": api.category, "tool_name": api.tool_name, "api_name": api.api_name,
+                                 "description": api.description}) + "\n")
+    with gzip.open(folder / "queries.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for row in TINY_QUERIES:
+            fh.write(json.dumps(row) + "\n")
+    return folder
+
+
+@pytest.fixture
+def tiny_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Environment pointing every entry point at tiny data, a temp cache and the offline backend."""
+    env = {"TOOLBENCH_DATA": str(write_tiny_data(tmp_path / "toolbench")), "CACHE_DIR": str(tmp_path / "cache"),
+           "LLM_BACKEND": "offline", "DATABASE_URL": f"sqlite:///{tmp_path / 'results.sqlite'}"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "REGISTRY"):
+        monkeypatch.delenv(key, raising=False)
+    return env

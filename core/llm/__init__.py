@@ -46,6 +46,7 @@ def make_client(settings: Settings, *, sleep: Callable[[float], None] = time.sle
             raise ValueError("LLM_BACKEND=gemini needs GEMINI_API_KEY (or GOOGLE_API_KEY)")
         return GeminiClient(
             settings.gemini_api_key, model=settings.llm_model or DEFAULT_MODEL,
+            base_url=settings.gemini_base_url or None,
             timeout_s=settings.llm_timeout_s, sleep=sleep,
         )
     if settings.llm_backend == "openai":
