@@ -1,0 +1,158 @@
+"""The offline splitter: clause splitting, context dropping, naming, and behaviour on the real queries."""
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from core.offline_split import OFFLINE_LABEL, SubRequest, split_subrequests
+from core.toolbench import load_queries
+
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+LONDON = "I'm planning a trip to London: find hotels, check the currency rate and look up my IP."
+FITNESS = ("I am a fitness enthusiast and I want to buy a fitness tracker. Can you suggest some top-rated fitness "
+           "trackers available on Amazon along with their features and prices?")
+MESSI = ("I'm a football enthusiast and I want to know more about Lionel Messi's career. Can you provide me with "
+         "information about Messi's clubs, managers, teammates, and referees? I'm also curious about any notable "
+         "transfers he has made.")
+
+
+def names(query: str) -> list[str]:
+    return [p.name for p in split_subrequests(query)]
+
+
+def test_label_says_it_is_not_an_llm() -> None:
+    assert OFFLINE_LABEL == "offline heuristic, not an LLM"
+
+
+def test_enumerated_requests_split_and_context_is_dropped() -> None:
+    parts = split_subrequests(LONDON)
+    assert [p.name for p in parts] == ["find_hotels", "check_currency_rate", "lookup_ip"]
+    assert [p.text for p in parts] == ["find hotels", "check the currency rate", "look up my IP"]
+
+
+def test_noun_coordination_stays_one_need() -> None:
+    parts = split_subrequests(FITNESS)
+    assert len(parts) == 1
+    assert parts[0].name == "recommend_top_rated_fitness_trackers"
+    assert "features and prices" in parts[0].text
+
+
+def test_messi_is_info_plus_transfers_not_one_part_per_noun() -> None:
+    parts = split_subrequests(MESSI)
+    assert len(parts) == 2
+    assert "clubs, managers, teammates, and referees" in parts[0].text
+    assert "messi" in parts[0].name
+    assert "transfers" in parts[1].name
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("Can you get the weather in Paris and also translate 'hello' into French?",
+     ["get_weather_paris", "translate_french"]),
+    ("Fetch the top tracks of the artist and provide me with their information.", ["get_top_tracks_artist"]),
+    ("Give me the stock price for AAPL; then convert 100 USD to EUR.", ["get_stock_price_aapl", "convert_usd_eur"]),
+    ("Can you provide instructions on how to write and submit a review?", ["get_write_submit_review_instructions"]),
+    ("Please search for party decorations, balloons, and cake toppers.",
+     ["search_party_decorations_balloons_cake"]),
+])
+def test_splits_only_where_a_new_request_starts(query: str, expected: list[str]) -> None:
+    assert names(query) == expected
+
+
+def test_qualifiers_and_pronoun_objects_join_the_previous_need() -> None:
+    parts = split_subrequests("Can you list the latest news articles? Please include the title and URL. "
+                              "Can you fetch that for me?")
+    assert len(parts) == 1
+    assert "include the title and URL" in parts[0].text
+
+
+def test_anaphoric_object_borrows_the_previous_key_noun() -> None:
+    parts = split_subrequests("I want to buy a fitness tracker. Can you check its reviews?")
+    assert parts[-1].name == "check_fitness_tracker_reviews"
+    assert "fitness tracker" in parts[-1].text
+
+
+def test_no_request_clause_returns_the_whole_query() -> None:
+    parts = split_subrequests("  I'm a fitness   enthusiast.  ")
+    assert parts == [SubRequest("I'm a fitness enthusiast.", "search_fitness_enthusiast")]
+
+
+def test_names_are_distinct_and_duplicates_merge() -> None:
+    assert names("Can you find hotels in Paris? Can you find hotels in Paris?") == ["find_hotels_paris"]
+    got = names("Get the weather. Get the weather forecast. Get the weather radar.")
+    assert got == ["get_weather", "get_weather_forecast", "get_weather_radar"]
+    assert len(set(got)) == len(got)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t "])
+def test_empty_query_raises(query: str) -> None:
+    with pytest.raises(ValueError):
+        split_subrequests(query)
+
+
+def test_max_parts_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        split_subrequests("find hotels", max_parts=0)
+
+
+def test_emoji_and_non_ascii_are_fine() -> None:
+    parts = split_subrequests("🎉 Can you find 🍕 pizza places in Zürich? 😀 Also translate 'grazie' to English.")
+    assert [p.name for p in parts] == ["find_pizza_places_zurich", "translate_english"]
+    assert "🍕" in parts[0].text
+    assert split_subrequests("日本の天気を教えて 🌸") == [SubRequest("日本の天気を教えて 🌸", "handle_request")]
+
+
+@pytest.mark.parametrize("query", [
+    "find hotels and check the rate, " * 3300,
+    "a" * 100_000,
+    "." * 100_000,
+    "and " * 25_000,
+    "Can you, " * 11_000,
+    "'a " * 33_000,
+    "😀" * 100_000,
+    "I'm a fan. Can you get me the scores? Also find tickets. " * 1800,
+])
+def test_long_inputs_are_fast_and_capped(query: str) -> None:
+    start = time.perf_counter()
+    parts = split_subrequests(query, max_parts=3)
+    assert time.perf_counter() - start < 1.0
+    assert 1 <= len(parts) <= 3
+    assert all(NAME.match(p.name) and len(p.name) < 200 for p in parts)
+
+
+def test_max_parts_caps_the_output() -> None:
+    query = " ".join(f"Please get the {w} report." for w in ("sales", "weather", "traffic", "health", "stock"))
+    assert len(split_subrequests(query)) == 5
+    assert names(query)[:2] == [p.name for p in split_subrequests(query, max_parts=2)]
+
+
+@pytest.fixture(scope="module")
+def real_splits(shared_data: Path) -> dict[str, list[list[SubRequest]]]:
+    by_subset: dict[str, list[list[SubRequest]]] = {}
+    for q in load_queries(shared_data):
+        by_subset.setdefault(q.subset, []).append(split_subrequests(q.query))
+    return by_subset
+
+
+def test_real_queries_names_are_valid_and_distinct(real_splits: dict[str, list[list[SubRequest]]]) -> None:
+    for splits in real_splits.values():
+        for parts in splits:
+            assert 1 <= len(parts) <= 8
+            assert all(NAME.match(p.name) for p in parts)
+            assert all(p.text.strip() for p in parts)
+            assert len({p.name for p in parts}) == len(parts)
+
+
+def test_multi_tool_queries_split_into_more_parts(real_splits: dict[str, list[list[SubRequest]]]) -> None:
+    mean = {s: statistics.mean(len(p) for p in splits) for s, splits in real_splits.items()}
+    for multi in ("G2_instruction", "G3_instruction"):
+        assert mean[multi] > mean["G1_instruction"]
+        assert mean[multi] > 1.3
+
+
+def test_deterministic_on_real_queries(shared_data: Path) -> None:
+    queries = [q.query for q in load_queries(shared_data)[::7]]
+    assert [split_subrequests(q) for q in queries] == [split_subrequests(q) for q in queries]
