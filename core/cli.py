@@ -107,7 +107,10 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
         plan = block.get("plan")
         if plan:
             print(f"   plan ({plan['backend_label']}): selected {plan['selected_apis']}"
-                  + (f", refusal: {plan['refusal']}" if plan.get("refusal") else ""))
+                  + (f", refusal: {plan['refusal']}" if plan.get("refusal") else "")
+                  + (f", parse error: {plan['parse_error']}" if plan.get("parse_error") else ""))
+            for step in plan["steps"]:
+                print(f"     - {step}")
     return 0
 
 
