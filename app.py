@@ -1,0 +1,59 @@
+"""Tool Discovery Lab dashboard: navigation, sidebar settings and a status banner around each page.
+
+Run with `streamlit run app.py`. Pages live in app_pages/, not pages/: Streamlit treats a folder
+named pages/ as a legacy multipage app, and a shared link opened first (e.g. /inspector?qid=...)
+would then run its page without this file, i.e. without sidebar, banner or settings. Pages read the
+widgets set here through st.session_state ("registry", "gold", "k_default").
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from core.offline_split import OFFLINE_LABEL
+from core.settings import REGISTRIES, DataNotFoundError
+from ui.safe import md
+from ui.state import base_settings, current_settings, index_job
+from ui.widgets import error, offline_banner
+
+PAGES = [
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    st.Page("app_pages/inspector.py", title="Query Inspector", icon=":material/search:", url_path="inspector"),
+    st.Page("app_pages/results.py", title="Results", icon=":material/monitoring:", url_path="results"),
+    st.Page("app_pages/examples.py", title="Examples", icon=":material/compare_arrows:", url_path="examples"),
+    st.Page("app_pages/stubs.py", title="Stubs", icon=":material/psychology:", url_path="stubs"),
+    st.Page("app_pages/registry.py", title="Registry", icon=":material/inventory_2:", url_path="registry"),
+]
+REGISTRY_LABELS = {"full": "full (~47k APIs, the paper's scale)", "documented": "documented (4,940 APIs)"}
+GOLD_LABELS = {"api_list": "api_list (paper-comparable)", "relevant": "relevant (ToolBench)"}
+
+st.set_page_config(page_title="Tool Discovery Lab", page_icon=":material/travel_explore:", layout="wide")
+page = st.navigation(PAGES)
+
+try:
+    settings = base_settings()
+except ValueError as exc:  # a bad REGISTRY or LLM_BACKEND value: say which, and stop
+    error(f"Configuration error: {exc}")
+    st.stop()
+
+st.session_state.setdefault("registry", settings.registry)
+st.session_state.setdefault("gold", "api_list")
+st.session_state.setdefault("k_default", 5)
+with st.sidebar:
+    st.radio("Registry", REGISTRIES, key="registry", format_func=REGISTRY_LABELS.get,
+             help="Which API registry the live index searches. Results pages show what the benchmark stored.")
+    st.radio("Gold APIs", list(GOLD_LABELS), key="gold", format_func=GOLD_LABELS.get,
+             help="api_list: the APIs a query was generated from (close to the paper's ground truth). "
+                  "relevant: ToolBench's 'relevant APIs'. Every number on every page uses this choice.")
+    st.slider("Default k", 1, 20, key="k_default", help="How many APIs each architecture retrieves.")
+    llm = OFFLINE_LABEL if settings.llm_backend == "offline" else f"{settings.llm_backend} · {settings.llm_model}"
+    st.caption(f"LLM backend: **{md(llm, 80)}**  \nEmbedding model: {md(settings.embedding_model, 80)}")
+
+settings = current_settings()
+try:
+    job = index_job(settings)  # starts the background build on the first visit to any page
+    st.sidebar.caption(f"Index ({settings.registry}): {md(job.status, 120)}")
+except DataNotFoundError:
+    st.sidebar.caption("Index: no ToolBench data found")
+
+offline_banner(settings)
+page.run()

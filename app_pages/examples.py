@@ -1,0 +1,62 @@
+"""Examples: browse the study's wins and losses query by query; any row opens in the Inspector."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.lab import queries_for
+from core.settings import DataNotFoundError
+from ui import figures, tables
+from ui.figures import OUTCOME_NAMES
+from ui.state import current_settings
+from ui.widgets import download_buttons, results_ready, safe_read
+
+settings = current_settings()
+gold = st.session_state.get("gold", "api_list")
+st.title("Examples")
+if not results_ready(settings):
+    st.stop()
+
+setup = safe_read(settings, "setup") or {}
+sweep = safe_read(settings, "ksweep", gold=gold)
+ks = sorted({int(setup.get("k", 5)), *(sweep["k"].astype(int).tolist() if isinstance(sweep, pd.DataFrame) else [])})
+top = st.columns([1, 2, 2, 2])
+k = top[0].selectbox("k", ks, index=ks.index(int(setup.get("k", 5))))
+per_query = safe_read(settings, "per_query", None, gold=gold, k=k)
+if per_query is None or per_query.empty:
+    st.info(f"No per-query results at k = {k} yet.")
+    st.stop()
+try:
+    texts = {(q.subset, q.query_id): q.query for q in queries_for(settings)}
+except DataNotFoundError:
+    texts = {}
+    st.caption("ToolBench data not found: query texts are not shown (set TOOLBENCH_DATA).")
+
+subsets = top[1].multiselect("Subset", figures.subset_order(per_query["subset"]), placeholder="all subsets")
+outcomes = top[2].multiselect("Outcome", list(OUTCOME_NAMES), format_func=OUTCOME_NAMES.get, placeholder="any outcome")
+text = top[3].text_input("Text in query or stubs", placeholder="e.g. weather")
+diff = st.slider("Recall difference (PtR − RtP)", -1.0, 1.0, (-1.0, 1.0), step=0.05)
+
+rows = tables.filter_examples(tables.join_queries(per_query, texts), subsets, outcomes, diff, text)
+rows = rows.assign(inspect=tables.inspector_links(rows, k), outcome=rows["outcome"].map(OUTCOME_NAMES))
+st.caption(f"{len(rows):,} of {len(per_query):,} queries · gold = {gold} · k = {k} · "
+           "select a row to open it in the Inspector, or use its link.")
+picked = st.dataframe(
+    rows, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row", key="examples_table",
+    column_order=["subset", "query_id", "inspect", "query", "outcome", "rtp_recall", "ptr_recall", "recall_diff",
+                  "rtp_top1", "n_stubs", "stub_names"],
+    column_config={
+        "query": st.column_config.TextColumn("query", width="large"),
+        "rtp_recall": st.column_config.NumberColumn("RtP recall", format="%.2f"),
+        "ptr_recall": st.column_config.NumberColumn("PtR recall", format="%.2f"),
+        "recall_diff": st.column_config.NumberColumn("PtR − RtP", format="%+.2f"),
+        "rtp_top1": st.column_config.NumberColumn("RtP top-1 cos", format="%.3f"),
+        "n_stubs": st.column_config.NumberColumn("stubs", format="%d"),
+        "inspect": st.column_config.LinkColumn("open", display_text="Inspector ↗"),
+    })
+download_buttons(rows.drop(columns=["inspect"]), f"examples_{gold}_k{k}")
+
+selected = picked.selection.rows if picked else []
+if selected:
+    row = rows.iloc[selected[0]]
+    st.switch_page("app_pages/inspector.py", query_params={"qid": f"{row['subset']}:{int(row['query_id'])}", "k": str(k)})

@@ -1,0 +1,164 @@
+"""Query Inspector: one query through RtP and PtR side by side, as a shareable URL.
+
+A benchmark query (`?qid=G1_instruction:577`) shows the outputs the benchmark stored, at once,
+with its gold APIs marked; free text (`?q=...`) and "Recompute live" run the pipeline now.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from core.discovery import QueryError
+from core.lab import queries_for, registry_for
+from core.settings import DataNotFoundError
+from ui.figures import subset_order
+from ui.safe import md, one_line
+from ui.state import available_backends, current_settings, db_read, inspect_live, with_backend
+from ui.view import K_MAX, K_MIN, View, parse_view, with_gold
+from ui.widgets import arch_column, describe, error, index_gate, json_download
+
+MODES = ("Your query", "Benchmark query")
+URL_KEYS = ("q", "qid", "k", "backend")
+MAX_URL_QUERY = 2_000  # longer free text still runs, but is not put into the URL
+
+settings = current_settings()
+state = st.session_state
+st.title("Query Inspector")
+
+try:
+    queries = queries_for(settings)
+except DataNotFoundError as exc:
+    error(exc)
+    st.stop()
+by_uid = {(q.subset, q.query_id): q for q in queries}
+subsets = subset_order({q.subset for q in queries})
+backends = available_backends(settings)
+
+# URL -> widgets, whenever the URL names another view than the one on screen (a shared link, a row
+# clicked on the Examples page); coming back from another page restores the last view.
+params = {key: st.query_params[key] for key in URL_KEYS if key in st.query_params}
+if not params and "insp_view" in state:
+    params = state["insp_view"]
+if params != state.get("insp_applied"):
+    view, messages = parse_view(params, int(state.get("k_default", 5)), backends)
+    if view.qid is not None and view.qid not in by_uid:
+        messages.append(f"There is no benchmark query {view.qid[0][:40]}:{view.qid[1]} in this data; "
+                        "pick one below or type your own.")
+        view = replace(view, qid=None)
+    state["insp_mode"] = MODES[view.qid is not None]
+    if view.qid is not None:
+        state["insp_subset"], state["insp_id"] = view.qid
+    else:
+        state["insp_text"] = view.text
+    state["insp_k"] = view.k
+    state["insp_backend"] = view.backend or settings.llm_backend
+    state["insp_messages"] = messages
+for message in state.pop("insp_messages", []):
+    st.warning(md(message, 300), icon=":material/link_off:")
+
+mode = st.radio("Query source", MODES, key="insp_mode", horizontal=True, label_visibility="collapsed")
+query = None
+if mode == MODES[1]:
+    left, right = st.columns([1, 3])
+    subset = left.selectbox("Subset", subsets, key="insp_subset")
+    ids = [q.query_id for q in queries if q.subset == subset]
+    if state.get("insp_id") not in ids:
+        state["insp_id"] = ids[0]
+    right.selectbox("Query id", ids, key="insp_id",
+                    format_func=lambda i: f"{i} · {one_line(by_uid[(subset, i)].query, 110)}")
+    query = by_uid[(subset, state["insp_id"])]
+    text = query.query
+    st.text(text)
+else:
+    text = st.text_area("Query", key="insp_text", height=90,
+                        placeholder="What should the agent do? e.g. Find hotels in Paris and convert 200 EUR to USD")
+knob_k, knob_backend = st.columns(2)
+k = knob_k.slider("k", K_MIN, K_MAX, key="insp_k")
+backend = knob_backend.selectbox("LLM backend", backends, key="insp_backend",
+                                 help="offline = the offline heuristic, not an LLM")
+
+view = View("" if query or len(text) > MAX_URL_QUERY else text, (query.subset, query.query_id) if query else None,
+            k, backend)
+if st.query_params.to_dict() != view.params():
+    st.query_params.from_dict(view.params())
+state["insp_applied"] = state["insp_view"] = view.params()
+
+if not text.strip():
+    st.info("Type a request (then Ctrl+Enter), or pick a benchmark query.", icon=":material/keyboard:")
+    st.stop()
+
+gold_def = state.get("gold", "api_list")
+gold = query.gold(gold_def) if query else None
+if query is not None:
+    st.caption(f"Gold APIs ({gold_def}): " + ", ".join(md(f"{t.strip()}/{a.strip()}", 80) for t, a in sorted(gold)))
+run_settings = with_backend(settings, backend)
+view_key = urlencode(view.params(), safe=":")
+
+result, failure = None, None
+if query is not None and state.get("insp_live") != view_key:
+    try:
+        if db_read(settings, "available"):
+            result = db_read(settings, "query_detail", query.subset, query.query_id, k=k)
+    except Exception as exc:  # noqa: BLE001 - a broken database falls back to live computation
+        st.caption(f"Stored outputs unavailable ({md(exc, 200)}); computing live.")
+stored = result is not None
+if stored:
+    note, button = st.columns([4, 1])
+    note.success("Stored benchmark outputs, shown without recomputing.", icon=":material/database:")
+    button.button("Recompute live", icon=":material/refresh:", on_click=state.__setitem__, args=("insp_live", view_key))
+
+rtp_slot, ptr_slot = st.columns(2)
+if not stored:
+    retriever = index_gate(settings)
+    if retriever is None:
+        st.stop()
+    lookup = describe(retriever.registry)
+    try:
+        quick = with_gold(inspect_live(text, k, retriever, run_settings, archs="rtp"), gold)
+    except QueryError as exc:
+        st.warning(md(exc, 300), icon=":material/edit_note:")
+        st.stop()
+    with rtp_slot:
+        rtp_box = st.empty()
+        with rtp_box.container():
+            arch_column("rtp", quick["rtp"], lookup, k)
+    with ptr_slot, st.spinner("Writing stubs and plans…"):
+        try:
+            result = inspect_live(text, k, retriever, run_settings)
+        except Exception as exc:  # noqa: BLE001 - an LLM or planner failure must not hide RtP
+            result, failure = quick, f"PtR and the planners failed: {exc}"
+    result = with_gold(result, gold)
+    with rtp_box.container():
+        arch_column("rtp", result["rtp"], lookup, k)
+else:
+    result = with_gold(result, gold)
+    registry_name = (result.get("provenance") or {}).get("registry_name")
+    try:
+        lookup = describe(registry_for(settings.with_(registry=registry_name) if registry_name in ("full", "documented")
+                                       else settings))
+    except DataNotFoundError:
+        lookup = describe(None)
+    with rtp_slot:
+        arch_column("rtp", result.get("rtp"), lookup, k)
+
+with ptr_slot:
+    arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
+
+st.divider()
+info, actions = st.columns([3, 2])
+with info:
+    if stored:
+        with st.expander("Provenance of the stored outputs"):
+            st.json(result.get("provenance") or {})
+    else:
+        st.caption(f"Computed live · registry {md(settings.registry)} · backend {md(backend)}"
+                   + (f" · gold = {gold_def}" if gold is not None else " · no gold for free text"))
+    st.caption("Share this view: the page's URL reproduces it.")
+    st.code("?" + view_key, language=None)
+with actions:
+    if len(text) <= MAX_URL_QUERY:
+        st.page_link("app_pages/registry.py", label="Show on the embedding map", icon=":material/scatter_plot:",
+                     query_params={"q": text})
+    json_download(result, f"inspect-{query.uid.replace(':', '-') if query else 'query'}")

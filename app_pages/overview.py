@@ -1,0 +1,60 @@
+"""Overview: what the study compares, the headline crossover next to the paper's, and what is loaded."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.lab import queries_for, registry_for
+from core.offline_split import OFFLINE_LABEL
+from core.settings import DataNotFoundError
+from ui import figures, paper, tables
+from ui.safe import md
+from ui.state import current_settings, db_figure, index_job
+from ui.widgets import results_ready, safe_read
+
+settings = current_settings()
+gold = st.session_state.get("gold", "api_list")
+
+st.title("Tool Discovery Lab")
+st.markdown(
+    "**Retrieve-then-Plan (RtP)** embeds the user's request as it is and hands the k most similar of ~47,000 APIs "
+    "to the planner. **Plan-then-Retrieve (PtR)** first has an LLM write abstract tool stubs (hypothesised function "
+    "names with a reason), searches with each stub and keeps the best-scoring k of their union. The paper finds RtP "
+    "better on single-tool queries (G1) and PtR better on multi-tool queries (G2, G3): a crossover this lab "
+    "reproduces, probes query by query, and extends.")
+
+ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
+chart, side = st.columns([3, 2])
+with chart:
+    if results_ready(settings):
+        main = safe_read(settings, "main_table", gold=gold)
+        setup = safe_read(settings, "setup") or {}
+        if main is not None and setup:
+            chart_fig = db_figure(settings, ("crossover", gold, None, "recall"),
+                                  lambda: figures.crossover(main, paper.main_points(ref), "recall", int(setup["k"])))
+            st.plotly_chart(chart_fig, width="stretch")
+            st.caption(f"Ours: mean ± std over {setup['runs']} run(s); {md(setup['backend_label'], 60)}, "
+                       f"{md(setup['embedding_model'], 60)}, {setup['registry_size']:,} APIs, gold = {gold}. "
+                       "Paper: open diamonds (gte-base, Gemini 2.5 Flash, 46,984 APIs, 4 runs).")
+with side:
+    st.markdown("**The paper's figures** (k = 5, Gemini 2.5 Flash)")
+    points = paper.main_points(ref)
+    st.dataframe(tables.paper_table(points[points["metric"].isin(["recall", "precision"])]), hide_index=True,
+                 width="stretch")
+
+st.subheader("Status")
+status = safe_read(settings, "status") or {}
+try:
+    data = f"{settings.data_dir()} · {len(queries_for(settings)):,} benchmark queries"
+    registry = f"{settings.registry} · {len(registry_for(settings)):,} APIs"
+    index = index_job(settings).status
+except DataNotFoundError as exc:
+    data, registry, index = str(exc), "–", "–"
+runs = ", ".join(f"{kind} {n}" for kind, n in (status.get("kinds") or {}).items())
+st.dataframe(pd.DataFrame({"": ["ToolBench data", "Registry", "Embedding model", "Index", "LLM backend", "Results"],
+                           "status": [data, registry, settings.embedding_model, index,
+                                      OFFLINE_LABEL if settings.llm_backend == "offline"
+                                      else f"{settings.llm_backend} · {settings.llm_model}",
+                                      f"{status.get('n_complete', 0):,} complete runs ({runs or 'none'}) · "
+                                      f"{status.get('error') or settings.results_url.removeprefix('sqlite:///')}"]}),
+             hide_index=True, width="stretch")

@@ -1,0 +1,127 @@
+"""Results: the stored study — main table, crossover, k sweep, scaling, per-query scatter, cost, planner.
+
+Every chart overlays the paper's points where the paper gives them, and every table downloads.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from ui import figures, paper, tables
+from ui.safe import md
+from ui.state import current_settings, db_figure
+from ui.widgets import download_buttons, results_ready, safe_read
+
+settings = current_settings()
+gold = st.session_state.get("gold", "api_list")
+st.title("Results")
+if not results_ready(settings):
+    st.stop()
+
+runs = safe_read(settings, "runs")
+mains = runs[(runs["kind"] == "main") & (runs["status"] == "complete")] if isinstance(runs, pd.DataFrame) else None
+backends = sorted(mains["llm_backend"].unique().tolist()) if mains is not None and len(mains) else []
+left, right = st.columns([1, 3])
+backend = left.selectbox("Runs of backend", [None, *backends],
+                         format_func=lambda b: "latest main study" if b is None else b,
+                         help="Tables use the latest complete runs of one setup (registry, model, backend, prompts).")
+setup = safe_read(settings, "setup", backend=backend)
+if not setup:
+    st.info("No complete main study for this choice yet.")
+    st.stop()
+right.caption(f"Setup: {md(setup['backend_label'], 60)} · {md(setup['embedding_model'], 60)} · registry "
+              f"{md(setup['registry_name'])} ({setup['registry_size']:,} APIs) · k = {setup['k']} · {setup['runs']} run(s) · "
+              f"gold = **{gold}** · commit {md(str(setup['git_commit'])[:10])}")
+ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
+
+tab_main, tab_k, tab_scale, tab_query, tab_cost, tab_plan, tab_runs = st.tabs(
+    ["Main table", "k sweep", "Scaling", "Per query", "Token cost", "Planner", "Runs"])
+
+with tab_main:
+    main = safe_read(settings, "main_table", gold=gold, backend=backend)
+    if main is not None:
+        st.dataframe(tables.main_table_styler(main), hide_index=True, width="stretch")
+        st.caption("Mean ± std over runs; the better side in bold; p-values from the test named (paired over queries).")
+        download_buttons(main, f"main_table_{gold}")
+        metric = st.radio("Chart metric", sorted(main["metric"].unique(), key=tables.metric_rank), horizontal=True,
+                          key="res_metric")
+        chart, side = st.columns([3, 2])
+        chart.plotly_chart(db_figure(settings, ("crossover", gold, backend, metric), lambda: figures.crossover(
+            main, paper.main_points(ref), metric, int(setup["k"]))), width="stretch")
+        with side:
+            st.markdown("**The paper** (Gemini 2.5 Flash)")
+            points = paper.main_points(ref)
+            st.dataframe(tables.paper_table(points[points["metric"] == metric]), hide_index=True, width="stretch")
+
+with tab_k:
+    sweep = safe_read(settings, "ksweep", gold=gold, backend=backend)
+    if sweep is not None:
+        metric = st.radio("Metric", ["recall", "precision"], horizontal=True, key="res_k_metric")
+        st.plotly_chart(db_figure(settings, ("ksweep", gold, backend, metric),
+                                  lambda: figures.ksweep(sweep, paper.ksweep_points(ref), metric)), width="stretch")
+        st.dataframe(sweep, hide_index=True, width="stretch")
+        download_buttons(sweep, f"ksweep_{gold}")
+
+with tab_scale:
+    scale = safe_read(settings, "scaling", gold=gold, backend=backend)
+    if scale is not None:
+        st.plotly_chart(db_figure(settings, ("scaling", gold, backend),
+                                  lambda: figures.scaling(scale, paper.scaling_divergence_points(ref))), width="stretch")
+        st.dataframe(scale, hide_index=True, width="stretch")
+        download_buttons(scale, f"scaling_{gold}")
+        notes = safe_read(settings, "scaling_notes", backend=backend)
+        if isinstance(notes, pd.DataFrame) and len(notes):
+            st.caption("Sizes skipped:")
+            st.dataframe(notes, hide_index=True)
+
+with tab_query:
+    k = int(setup["k"])
+    per_query = safe_read(settings, "per_query", None, gold=gold, k=k, backend=backend)
+    if per_query is not None:
+        subsets = figures.subset_order(per_query["subset"])
+        subset = st.selectbox("Subset", subsets, key="res_pq_subset") if subsets else None
+        chart, side = st.columns([3, 2])
+        chart.plotly_chart(db_figure(settings, ("per_query", gold, backend, subset),
+                                     lambda: figures.per_query_scatter(per_query[per_query["subset"] == subset])),
+                           width="stretch")
+        with side:
+            wins = safe_read(settings, "win_counts", gold=gold, backend=backend)
+            if wins is not None:
+                st.markdown(f"**Wins per subset** (ours, gold = {gold})")
+                st.dataframe(wins, hide_index=True, width="stretch")
+                download_buttons(wins, f"win_counts_{gold}")
+            st.markdown("**The paper's wins** (k = 5)")
+            st.dataframe(paper.wins_table(ref), hide_index=True, width="stretch")
+        st.dataframe(per_query, hide_index=True, width="stretch")
+        download_buttons(per_query, f"per_query_{gold}_k{k}")
+
+with tab_cost:
+    cost = safe_read(settings, "cost", backend=backend)
+    if cost is not None:
+        st.plotly_chart(db_figure(settings, ("cost", backend), lambda: figures.token_cost(cost)), width="stretch")
+        reported = ref.get("cost", {})
+        st.caption("The paper reports discovery output of "
+                   f"{'–'.join(str(v) for v in reported.get('discovery_output_tokens_per_query', []))} tokens per query "
+                   f"and a PtR token overhead of {'–'.join(f'{v:.0%}' for v in reported.get('ptr_token_overhead', []))}.")
+        st.dataframe(cost, hide_index=True, width="stretch")
+        download_buttons(cost, "cost")
+        savings = safe_read(settings, "routing_savings", backend=backend)
+        if savings:
+            st.markdown("**Routing on RtP's top-1 cosine**")
+            st.json(savings)
+
+with tab_plan:
+    trajectory = safe_read(settings, "trajectory", gold=gold, backend=backend)
+    if trajectory is not None:
+        st.dataframe(trajectory, hide_index=True, width="stretch")
+        download_buttons(trajectory, f"trajectory_{gold}")
+    divergence = safe_read(settings, "divergence", backend=backend)
+    if divergence is not None:
+        st.markdown("**Divergence**: how often the two architectures retrieve different top-k sets")
+        st.dataframe(divergence, hide_index=True, width="stretch")
+        download_buttons(divergence, "divergence")
+
+with tab_runs:
+    if isinstance(runs, pd.DataFrame):
+        st.dataframe(runs, hide_index=True, width="stretch")
+        download_buttons(runs, "runs")

@@ -1,0 +1,76 @@
+"""Stubs: what PtR's hypothesised tools look like, when they match, and where they help or hurt."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.lab import queries_for
+from core.settings import DataNotFoundError
+from ui import figures, paper, tables
+from ui.state import current_settings, db_figure
+from ui.widgets import download_buttons, results_ready, safe_read
+
+settings = current_settings()
+gold = st.session_state.get("gold", "api_list")
+st.title("Stubs")
+if not results_ready(settings):
+    st.stop()
+ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
+try:
+    texts = {(q.subset, q.query_id): q.query for q in queries_for(settings)}
+except DataNotFoundError:
+    texts = {}
+
+st.subheader("Stub statistics per subset")
+stats = safe_read(settings, "stub_stats")
+if stats is not None:
+    st.dataframe(stats, hide_index=True, width="stretch")
+    download_buttons(stats, "stub_stats")
+    reported = ref.get("stubs", {})
+    st.caption("The paper: "
+               f"{'–'.join(map(str, reported.get('stubs_per_query', [])))} stubs per query, unique-name rate "
+               f"{'–'.join(map(str, reported.get('unique_name_rate', [])))}, top-1 match rate "
+               + ", ".join(f"{g} {v}" for g, v in reported.get("top1_match_rate", {}).items()) + ".")
+
+st.subheader("Does a stub's top-1 cosine tell a right match from a wrong one?")
+cosines = safe_read(settings, "stub_cosines")
+if isinstance(cosines, pd.DataFrame):
+    subsets = figures.subset_order(cosines["subset"])
+    subset = st.selectbox("Subset", subsets, key="stub_cos_subset") if subsets else None
+    part = cosines[cosines["subset"] == subset]
+    if gold == "relevant" and "correct_relevant" in part.columns:
+        part = part.assign(correct=part["correct_relevant"])
+    marks = paper.stub_cosine_points(ref)
+    st.plotly_chart(db_figure(settings, ("stub_cosines", gold, subset),
+                              lambda: figures.cosine_hist(part, marks[marks["subset"] == subset])), width="stretch")
+    st.caption(f"Correct = the stub's top-1 API is gold ({gold}).")
+    download_buttons(cosines, "stub_cosines")
+
+k = int((safe_read(settings, "setup") or {}).get("k", 5))
+table_subsets = figures.subset_order(stats["subset"]) if isinstance(stats, pd.DataFrame) else []
+subset_filter = st.selectbox("Subset for the tables below", [None, *table_subsets], format_func=lambda s: s or "all")
+
+
+def show(df: object, name: str, empty: str) -> None:
+    if not isinstance(df, pd.DataFrame):
+        return
+    if df.empty:
+        st.caption(empty)
+        return
+    rows = tables.join_queries(df, texts).assign(inspect=tables.inspector_links(df, k))
+    first = ["subset", "query_id", "inspect", "query"]
+    st.dataframe(rows, hide_index=True, width="stretch", column_order=first + [c for c in rows if c not in first],
+                 column_config={"query": st.column_config.TextColumn("query", width="large"),
+                                "inspect": st.column_config.LinkColumn("open", display_text="Inspector ↗")})
+    download_buttons(rows.drop(columns=["inspect"]), name)
+
+
+st.subheader("Brand names erased")
+st.caption("PtR recall 0 while RtP finds every relevant API: the request named a product, the stubs generalised it away "
+           "(gold = relevant, ToolBench's 2–3 APIs per query).")
+show(safe_read(settings, "brand_name_losses", subset_filter), "brand_name_losses", "No such queries in this selection.")
+
+st.subheader("Decomposition wins")
+st.caption(f"PtR recall above RtP's with two or more stubs: splitting the request found what the whole missed (gold = {gold}).")
+show(safe_read(settings, "decomposition_wins", subset_filter, gold=gold), "decomposition_wins",
+     "No such queries in this selection.")

@@ -1,0 +1,308 @@
+"""Every dashboard page under streamlit's AppTest, on tiny data with the real MiniLM model.
+
+`build_app_env` writes a tiny ToolBench directory (conftest's APIs plus one with a hostile
+description) and a results database filled by the real benchmark runner (fake encoder, offline
+agents), so pages render real reader output in a second. The browser test reuses it.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.discovery import Retriever
+from core.experiments import agents_factory, run_ksweep, run_main, run_scaling
+from core.index import VectorIndex
+from core.inspect import Agents
+from core.llm import LLMError
+from core.planner import LLMPlanner
+from core.registry import Registry
+from core.settings import Settings
+from core.store import Store
+from core.stubs import LLMStubWriter
+from core.toolbench import Api, Query
+from tests.conftest import SMALL_APIS, FakeEncoder
+from ui.widgets import GOLD_BADGE
+
+APP = Path(__file__).resolve().parent.parent / "app.py"
+TIMEOUT_S = 60
+EVIL_DESCRIPTION = "<script>alert(1)</script> ![pwn](http://evil.example/x.png) **bold** :red[red]"
+APIS = (*SMALL_APIS, Api("Evil Widget", "render page", "Data", EVIL_DESCRIPTION))
+H, HD, FX, CV = ("Hotels", "search hotels"), ("Hotels", "hotel details"), ("Currency", "exchange rate"), ("Currency", "convert")
+IP, WX, JK = ("IP Lookup", "ip info"), (" Weather", "forecast"), ("Jokes", "random joke")
+QUERIES = (
+    Query("G1_instruction", "G1", 1, "Find hotels in Paris with prices", (H,), (H, HD)),
+    Query("G1_instruction", "G1", 2, "Tell me a random joke", (JK,), (JK,)),
+    Query("G1_instruction", "G1", 3, "Weather forecast for Berlin", (WX,), (WX,)),
+    Query("G2_instruction", "G2", 4, "Find hotels in London and check the currency exchange rate", (H, FX), (H, FX)),
+    Query("G2_instruction", "G2", 5, "Tell me a random joke and the weather forecast for Rome", (JK, WX), (JK, WX)),
+    Query("G2_instruction", "G2", 6, "Look up my IP address and convert 20 dollars", (IP, CV), (IP, CV)),
+)
+MAIN_K = 3
+
+
+def write_data(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(folder / "registry.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for a in APIS:
+            fh.write(json.dumps({"tool_name": a.tool_name, "api_name": a.api_name, "category": a.category,
+                                 "description": a.description}) + "\n")
+    with gzip.open(folder / "queries.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for q in QUERIES:
+            fh.write(json.dumps({"subset": q.subset, "group": q.group, "query_id": q.query_id, "query": q.query,
+                                 "relevant_apis": q.relevant_apis, "api_list": q.api_list}) + "\n")
+    return folder
+
+
+def build_app_env(folder: Path) -> dict[str, str]:
+    """Tiny data + a filled results database + a private cache; returns the environment to run the app with."""
+    env = {"TOOLBENCH_DATA": str(write_data(folder / "toolbench")), "CACHE_DIR": str(folder / "cache"),
+           "LLM_BACKEND": "offline", "DATABASE_URL": f"sqlite:///{folder / 'results.sqlite'}", "REGISTRY": "full"}
+    encoder = FakeEncoder()
+    registry = Registry("full", APIS)
+    retriever = Retriever(registry, encoder, VectorIndex(encoder.encode(registry.documents)))
+    store = Store(env["DATABASE_URL"])
+    run_main(store, retriever, agents_factory(Settings.from_env(env=env), retriever), QUERIES, runs=2, k=MAIN_K,
+             commit="test")
+    run_ksweep(store, retriever, QUERIES, ks=(1, MAIN_K, 5), commit="test")
+    run_scaling(store, retriever, QUERIES, sizes=(6, None), seeds=2, k=MAIN_K, commit="test")
+    store.close()
+    return env
+
+
+SCRUBBED = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "EMBEDDING_MODEL")
+
+
+@pytest.fixture(scope="module")
+def app_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    env = build_app_env(tmp_path_factory.mktemp("app"))
+    with pytest.MonkeyPatch.context() as mp:
+        for key in SCRUBBED:
+            mp.delenv(key, raising=False)
+        for key, value in env.items():
+            mp.setenv(key, value)
+        yield env
+
+
+@pytest.fixture(scope="module")
+def index_ready(app_env: dict[str, str]) -> None:
+    """The tiny index built once (real model, 11 documents) before page tests that need it."""
+    from ui.state import index_job
+
+    job = index_job(Settings.from_env())
+    assert job.wait(120) and job.ready, job.error
+
+
+def page(path: str, params: dict[str, str] | None = None, state: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    if path != "app.py":
+        at.run()
+        at.switch_page(path)
+    at.query_params.update(params or {})
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def texts(at: AppTest, kind: str) -> list[str]:
+    return [str(e.value) for e in getattr(at, kind)]
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def markdown_everywhere(at: AppTest) -> str:
+    return "\n".join([*texts(at, "markdown"), *texts(at, "caption"), *(e.label for e in at.expander),
+                      *texts(at, "warning"), *texts(at, "error"), *texts(at, "info"), *texts(at, "success")])
+
+
+# ---------------------------------------------------------------- overview and app frame
+
+def test_overview_shows_explanation_chart_status_and_offline_banner(app_env) -> None:
+    at = page("app.py")
+    no_exception(at)
+    assert at.title[0].value == "Tool Discovery Lab"
+    assert any("offline heuristic, not an LLM" in w for w in texts(at, "warning"))
+    assert len(at.get("plotly_chart")) == 1
+    status = at.dataframe[-1].value.set_index("")["status"]
+    assert status["Registry"] == f"full · {len(APIS)} APIs" and "offline heuristic" in status["LLM backend"]
+    assert re.match(r"\d+ complete runs \(.*main \d+", status["Results"])
+    assert at.sidebar.radio[0].value == "full" and at.sidebar.slider[0].value == 5
+
+
+def test_missing_data_dir_and_database_give_messages_not_tracebacks(app_env, monkeypatch) -> None:
+    monkeypatch.setenv("TOOLBENCH_DATA", "/nonexistent")
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{Path(app_env['CACHE_DIR']).parent / 'missing.sqlite'}")
+    for path in ("app.py", "app_pages/inspector.py", "app_pages/results.py", "app_pages/examples.py", "app_pages/stubs.py",
+                 "app_pages/registry.py"):
+        at = page(path)
+        no_exception(at)
+        shown = markdown_everywhere(at)
+        assert "No ToolBench data found" in shown or "No results yet" in shown, (path, shown)
+
+
+def test_bad_setting_is_reported(app_env, monkeypatch) -> None:
+    monkeypatch.setenv("REGISTRY", "huge")
+    at = page("app.py")
+    no_exception(at)
+    assert "Configuration error" in texts(at, "error")[0]
+
+
+def test_empty_database_says_how_to_fill_it(app_env, tmp_path, monkeypatch) -> None:
+    Store(f"sqlite:///{tmp_path / 'empty.sqlite'}").close()  # schema, no runs
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'empty.sqlite'}")
+    at = page("app_pages/results.py")
+    no_exception(at)
+    assert "bench all" in texts(at, "info")[0]
+
+
+# ---------------------------------------------------------------- Query Inspector
+
+def test_free_text_query_fills_both_columns_and_the_url(app_env, index_ready) -> None:
+    at = page("app_pages/inspector.py")
+    no_exception(at)
+    assert "Type a request" in texts(at, "info")[0]
+    assert any("offline heuristic" in w for w in texts(at, "warning"))  # app.py's frame ran around the page
+    at.text_area[0].input("Find hotels in Paris and convert 200 EUR to USD").run()
+    no_exception(at)
+    assert [s.value for s in at.subheader] == ["RtP · Retrieve-then-Plan", "PtR · Plan-then-Retrieve"]
+    assert len(at.expander) == 2 * 5  # k=5 hits per column, each with its description
+    assert at.query_params["q"] == "Find hotels in Paris and convert 200 EUR to USD" and at.query_params["k"] == "5"
+    shown = markdown_everywhere(at)
+    assert "stubs" in shown and "Planner" in shown and "top-1 cosine" in shown
+
+
+def test_url_restores_a_stored_benchmark_view_with_gold_marks(app_env) -> None:
+    at = page("app_pages/inspector.py", {"qid": "G1_instruction:1", "k": str(MAIN_K)})
+    no_exception(at)
+    assert at.radio[0].value == "Benchmark query" and at.slider[0].value == MAIN_K
+    assert "Stored benchmark outputs" in texts(at, "success")[0]
+    labels = [e.label for e in at.expander]
+    assert any(GOLD_BADGE in label and "Hotels/search hotels" in label for label in labels)
+    assert "recall@3" in markdown_everywhere(at)
+    assert at.query_params["qid"] == "G1_instruction:1"
+
+
+def test_recompute_live_runs_the_pipeline(app_env, index_ready) -> None:
+    at = page("app_pages/inspector.py", {"qid": "G2_instruction:4", "k": "5"})
+    [recompute] = [b for b in at.button if b.label == "Recompute live"]
+    recompute.click().run()
+    no_exception(at)
+    assert not texts(at, "success") and "Computed live" in markdown_everywhere(at)
+    assert any(GOLD_BADGE in e.label for e in at.expander)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"qid": "G1_instruction:99999"}, "no benchmark query"),
+    ({"qid": "garbage"}, "not of the form"),
+    ({"q": "hotels", "k": "500"}, "not a whole number"),
+    ({"q": "hotels", "backend": "gemini"}, "not configured"),
+])
+def test_bad_url_parameters_show_a_message(app_env, index_ready, params, message) -> None:
+    at = page("app_pages/inspector.py", params)
+    no_exception(at)
+    assert any(message in w for w in texts(at, "warning")), texts(at, "warning")
+
+
+def test_oversized_query_is_refused_politely(app_env, index_ready) -> None:
+    at = page("app_pages/inspector.py")
+    at.text_area[0].input("x" * 100_001).run()
+    no_exception(at)
+    assert any("limit is 100,000" in w for w in texts(at, "warning"))
+    assert "q" not in at.query_params  # too long for a link, but the page still works
+
+
+class FailingClient:
+    backend = "gemini"
+    model = "gemini-test"
+
+    def generate(self, prompt: str, *, schema=None, temperature: float = 0.0):
+        raise LLMError("server", "upstream exploded")
+
+
+def test_llm_failure_mid_query_keeps_rtp(app_env, index_ready, monkeypatch) -> None:
+    """A failing LLM: PtR falls back to the raw query, the planners report errors, RtP shows in full."""
+    monkeypatch.setattr("core.inspect.make_agents", lambda settings, retriever, use_cache=True: Agents(
+        LLMStubWriter(FailingClient()), LLMPlanner(FailingClient(), retriever.registry.get)))
+    at = page("app_pages/inspector.py", {"q": "Tell me a random joke about football"})
+    no_exception(at)
+    assert len(at.expander) == 10
+    shown = markdown_everywhere(at)
+    assert "fell back to the raw query" in shown and "upstream exploded" in shown
+
+
+def test_unexpected_ptr_crash_is_contained_to_its_column(app_env, index_ready, monkeypatch) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("stub writer crashed")
+
+    monkeypatch.setattr("core.inspect.make_agents", broken)
+    at = page("app_pages/inspector.py", {"q": "Weather forecast for a city and a joke"})
+    no_exception(at)
+    assert len(at.expander) == 5  # RtP's hits
+    assert any("stub writer crashed" in e for e in texts(at, "error"))
+
+
+def test_hostile_description_is_shown_as_text(app_env, index_ready) -> None:
+    at = page("app_pages/inspector.py", {"q": "render page widget evil", "k": "11"})
+    no_exception(at)
+    assert any(EVIL_DESCRIPTION in t for t in texts(at, "text"))
+    shown = markdown_everywhere(at)
+    assert "<script>" not in shown and "![pwn](" not in shown and ":red[" not in shown
+    assert any("Evil Widget/render page" in e.label for e in at.expander)
+
+
+# ---------------------------------------------------------------- results, examples, stubs, registry
+
+def test_results_page_renders_every_tab_with_downloads(app_env) -> None:
+    at = page("app_pages/results.py", state={"gold": "relevant"})
+    no_exception(at)
+    assert len(at.tabs) == 7
+    assert len(at.get("plotly_chart")) >= 5
+    assert len(at.dataframe) >= 8
+    labels = {b.label for b in at.get("download_button")}
+    assert labels == {"CSV", "JSON"} and len(at.get("download_button")) >= 16
+    assert "gold = **relevant**" in markdown_everywhere(at)
+
+
+def test_examples_page_filters_and_links_to_the_inspector(app_env) -> None:
+    at = page("app_pages/examples.py")
+    no_exception(at)
+    table = at.dataframe[0].value
+    assert len(table) == len(QUERIES) and table["query"].str.len().min() > 0
+    assert table["inspect"].iloc[0].startswith("inspector?qid=G1_instruction:1&k=")
+    at.text_input[0].input("weather").run()
+    no_exception(at)
+    assert set(at.dataframe[0].value["query_id"]) == {3, 5}
+
+
+def test_stubs_page(app_env) -> None:
+    at = page("app_pages/stubs.py")
+    no_exception(at)
+    assert [s.value for s in at.subheader][:2] == ["Stub statistics per subset",
+                                                    "Does a stub's top-1 cosine tell a right match from a wrong one?"]
+    assert len(at.get("plotly_chart")) == 1 and len(at.dataframe) >= 1
+
+
+def test_registry_page_search_categories_and_map(app_env, index_ready) -> None:
+    at = page("app_pages/registry.py", {"q": "Find hotels and the weather"})
+    no_exception(at)
+    assert len(at.dataframe[0].value) == len(APIS)
+    at.text_input(key="reg_search").input("JOKE").run()
+    assert set(at.dataframe[0].value["tool"]) == {"Jokes"}
+    assert at.text_input(key="map_q").value == "Find hotels and the weather"
+    kinds = set(at.dataframe[-1].value["kind"])
+    assert kinds >= {"query", "stub", "rtp", "ptr"}
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_documented_registry_choice_reaches_the_pages(app_env, index_ready) -> None:
+    at = page("app_pages/registry.py", state={"registry": "documented"})
+    no_exception(at)
+    assert "documented registry" in markdown_everywhere(at)
+

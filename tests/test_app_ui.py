@@ -1,0 +1,234 @@
+"""The dashboard's pure helpers: escaping, URL views, tables, paper points, PCA and figure builders."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from core.settings import PROJECT_ROOT
+from ui import figures, paper, tables
+from ui.projection import fit_pca, sample_rows
+from ui.safe import md, one_line, plot_text
+from ui.view import View, parse_qid, parse_view, stub_hits, total_latency_s, total_tokens, with_gold
+
+PAPER = paper.load_paper(PROJECT_ROOT / "data" / "paper_reference.json")
+H, FX, JK = ("Hotels", "search hotels"), ("Currency", "exchange rate"), ("Jokes", "random joke")
+
+
+# ---------------------------------------------------------------- ui.safe
+
+@pytest.mark.parametrize("evil", [
+    "![x](http://evil.example/x.png)", "<script>alert(1)</script>", "[click](javascript:alert(1))",
+    "# heading", ":red[red] :material/home:", "$x^2$", "**bold** _it_ `code`", "<img src=x onerror=alert(1)>",
+])
+def test_md_escapes_every_markdown_construct(evil: str) -> None:
+    out = md(evil)
+    # Every markdown-significant character is backslash-escaped, so none can start a construct.
+    assert not re.search(r"(?<!\\)[!\[\]()<>*_`#:$]", out)
+    assert out.replace("\\", "") == evil.replace("\\", "")
+
+
+def test_md_collapses_newlines_and_clips() -> None:
+    assert md("a\n\n# b") == "a \\# b"
+    assert one_line("x" * 50, 10) == "x" * 9 + "…"
+    assert md(None) == ""
+
+
+def test_plot_text_html_escapes_for_plotly() -> None:
+    assert plot_text('<a href="javascript:x">hi</a>') == "&lt;a href=&quot;javascript:x&quot;&gt;hi&lt;/a&gt;"
+
+
+# ---------------------------------------------------------------- ui.view
+
+def test_view_round_trips_through_url_params() -> None:
+    view = View("", ("G1_instruction", 577), 7, "offline")
+    assert view.params() == {"qid": "G1_instruction:577", "k": "7", "backend": "offline"}
+    parsed, messages = parse_view(view.params(), 5, ["offline"])
+    assert parsed == view and messages == []
+    text_view = View("find hotels", None, 3, None)
+    assert parse_view(text_view.params(), 5, ["offline"])[0] == text_view
+
+
+@pytest.mark.parametrize("params, expected_k, n_messages", [
+    ({"k": "0"}, 5, 1), ({"k": "21"}, 5, 1), ({"k": "abc"}, 5, 1), ({"k": "12"}, 12, 0),
+    ({"qid": "nonsense"}, 5, 1), ({"backend": "gemini"}, 5, 1), ({}, 5, 0),
+])
+def test_parse_view_turns_bad_params_into_messages(params: dict, expected_k: int, n_messages: int) -> None:
+    view, messages = parse_view(params, 5, ["offline"])
+    assert view.k == expected_k and len(messages) == n_messages
+    assert view.backend is None
+
+
+def test_parse_qid() -> None:
+    assert parse_qid("G1_instruction:577") == ("G1_instruction", 577)
+    assert parse_qid(" weird:subset:3 ") == ("weird:subset", 3)
+    assert parse_qid("G1:") is None and parse_qid(":3") is None and parse_qid("577") is None
+
+
+def _result() -> dict:
+    hits = [{"rank": 1, "tool_name": "Hotels", "api_name": "search hotels", "category": "Travel", "score": 0.9,
+             "stub": "find_hotels", "gold": False},
+            {"rank": 2, "tool_name": "Jokes", "api_name": "random joke", "category": "Fun", "score": 0.5,
+             "stub": "tell_joke"}]
+    return {"query": "q", "k": 2,
+            "rtp": {"hits": [dict(h) for h in hits], "latency_s": 0.01,
+                    "plan": {"usage": {"total_tokens": 30}, "latency_s": 0.5}},
+            "ptr": {"hits": hits, "stubs": [{"name": "find_hotels", "reasoning": "r"}, {"name": "unused"}],
+                    "usage": {"total_tokens": 12}, "stub_latency_s": 1.0, "latency_s": 0.02,
+                    "plan": {"usage": {"total_tokens": 30}, "latency_s": 0.5}}}
+
+
+def test_with_gold_recomputes_marks_and_metrics_without_mutating() -> None:
+    original = _result()
+    out = with_gold(original, {H, FX})
+    assert [h["gold"] for h in out["rtp"]["hits"]] == [True, False]
+    assert out["rtp"]["recall"] == 0.5 and out["rtp"]["precision"] == 0.5
+    assert original["rtp"]["hits"][0]["gold"] is False  # the input is untouched
+    cleared = with_gold(out, None)
+    assert "recall" not in cleared["ptr"] and all("gold" not in h for h in cleared["ptr"]["hits"])
+
+
+def test_stub_hits_tokens_and_latency() -> None:
+    block = _result()["ptr"]
+    groups = stub_hits(block)
+    assert [(s["name"], [h["rank"] for h in found]) for s, found in groups] == [("find_hotels", [1]), ("unused", [])]
+    assert total_tokens(block) == 42 and total_tokens({}) == 0
+    assert total_latency_s(block) == pytest.approx(1.52)
+
+
+# ---------------------------------------------------------------- ui.paper
+
+def test_paper_points_use_our_subset_names() -> None:
+    main = paper.main_points(PAPER)
+    g1 = main[(main["subset"] == "G1_instruction") & (main["metric"] == "recall")].set_index("arch")
+    assert g1.loc["rtp", "mean"] == 0.372 and np.isnan(g1.loc["rtp", "std"])
+    assert g1.loc["ptr", "mean"] == 0.289 and g1.loc["ptr", "std"] == 0.010
+    k = paper.ksweep_points(PAPER)
+    assert set(k["subset"]) <= {"G1_instruction", "G2_instruction", "G3_instruction"}
+    assert ((k["subset"] == "G2_instruction") & (k["arch"] == "rtp") & (k["k"] == 10)).any()
+    assert paper.wins_table(PAPER).set_index("subset").loc["G2_instruction", "ptr_wins"] == 69
+    assert len(paper.scaling_divergence_points(PAPER)) == 2 and len(paper.stub_cosine_points(PAPER)) == 2
+
+
+def test_missing_paper_file_gives_empty_frames(tmp_path) -> None:
+    empty = paper.load_paper(tmp_path / "nope.json")
+    assert empty == {} and paper.main_points(empty).empty and paper.ksweep_points(empty).empty
+    (tmp_path / "bad.json").write_text("{not json")
+    assert paper.load_paper(tmp_path / "bad.json") == {}
+
+
+# ---------------------------------------------------------------- ui.tables
+
+def _main_table() -> pd.DataFrame:
+    return pd.DataFrame({
+        "subset": ["G2_instruction", "G1_instruction", "G1_instruction"], "metric": ["recall", "recall", "precision"],
+        "rtp_mean": [0.14, 0.37, 0.27], "rtp_std": [0.0, 0.0, np.nan], "ptr_mean": [0.19, 0.29, 0.27],
+        "ptr_std": [0.01, 0.01, 0.0], "p_value": [0.0004, 0.02, np.nan], "test": ["paired t", "paired t", "no variance"],
+        "better": ["ptr", "rtp", "tie"], "n_queries": [200, 200, 200], "runs": [4, 4, 4]})
+
+
+def test_main_table_display_orders_formats_and_bolds_the_better_side() -> None:
+    display = tables.main_table_display(_main_table())
+    assert display["subset"].tolist() == ["G1_instruction", "G1_instruction", "G2_instruction"]
+    assert display["metric"].tolist() == ["recall", "precision", "recall"]  # recall first, as the paper
+    assert display.loc[2, "PtR"] == "0.190 ± 0.010" and display.loc[2, "p-value"] == "<0.001"
+    assert display.loc[1, "p-value"] == "–" and display.loc[1, "RtP"] == "0.270"
+    style = tables.main_table_styler(_main_table()).to_html().split("</style>")[0]
+    # G1 recall's RtP cell (row 0, col 2) and G2 recall's PtR cell (row 2, col 3); the tie has none.
+    assert sorted(re.findall(r"_(row\d+_col\d+)", style)) == ["row0_col2", "row2_col3"]
+    assert tables.main_table_display(_main_table().iloc[0:0]).empty
+
+
+def test_fmt_p() -> None:
+    assert tables.fmt_p(0.0123) == "0.012" and tables.fmt_p("n.s.") == "n.s." and tables.fmt_p(None) == "–"
+
+
+def _per_query() -> pd.DataFrame:
+    return pd.DataFrame({"subset": ["G1_instruction", "G1_instruction", "G2_instruction"], "query_id": [1, 2, 3],
+                         "rtp_recall": [1.0, 0.0, 0.5], "ptr_recall": [0.0, 0.0, 1.0], "recall_diff": [-1.0, 0.0, 0.5],
+                         "outcome": ["rtp_wins", "both_miss", "ptr_wins"], "stub_names": ["get_weather", "", "a, b"]})
+
+
+def test_filter_examples_and_links() -> None:
+    df = tables.join_queries(_per_query(), {("G1_instruction", 1): "Weather in Paris", ("G2_instruction", 3): "Hotels"})
+    assert df["query"].tolist() == ["Weather in Paris", "", "Hotels"]
+    assert len(tables.filter_examples(df)) == 3
+    assert tables.filter_examples(df, outcomes=["ptr_wins"])["query_id"].tolist() == [3]
+    assert tables.filter_examples(df, subsets=["G1_instruction"], diff_range=(-1.0, -0.5))["query_id"].tolist() == [1]
+    assert tables.filter_examples(df, text="WEATHER")["query_id"].tolist() == [1]  # query text or stub names
+    assert tables.inspector_links(df, 5)[0] == "inspector?qid=G1_instruction:1&k=5"
+
+
+def test_search_registry_is_a_case_insensitive_substring_match() -> None:
+    frame = pd.DataFrame({"tool": ["Hotels", "Jokes"], "api": ["search", "random"], "description": ["", "A (funny) joke"]})
+    frame["_haystack"] = (frame["tool"] + "\n" + frame["api"] + "\n" + frame["description"]).str.lower()
+    assert tables.search_registry(frame, "(FUNNY")["tool"].tolist() == ["Jokes"]
+    assert len(tables.search_registry(frame, "  ")) == 2 and "_haystack" not in tables.search_registry(frame, "")
+
+
+# ---------------------------------------------------------------- ui.projection
+
+def test_pca_finds_the_main_axes_and_projects_new_points() -> None:
+    rng = np.random.default_rng(1)
+    data = np.zeros((200, 5))
+    data[:, 2] = rng.normal(0, 10, 200)
+    data[:, 4] = rng.normal(0, 3, 200)
+    data += rng.normal(0, 0.01, data.shape)
+    proj = fit_pca(data)
+    assert abs(proj.components[0, 2]) > 0.99 and abs(proj.components[1, 4]) > 0.99
+    assert proj.explained[0] > proj.explained[1] > 0.05
+    assert proj.apply(data[:3]).shape == (3, 2)
+    assert np.allclose(fit_pca(data).components, proj.components)  # deterministic signs
+    with pytest.raises(ValueError):
+        fit_pca(data[:1])
+
+
+def test_sample_rows() -> None:
+    assert sample_rows(5, 10).tolist() == [0, 1, 2, 3, 4]
+    rows = sample_rows(1000, 10, seed=3)
+    assert len(set(rows.tolist())) == 10 and rows.tolist() == sorted(rows.tolist())
+    assert rows.tolist() == sample_rows(1000, 10, seed=3).tolist()
+
+
+# ---------------------------------------------------------------- ui.figures
+
+def _traces(fig: go.Figure) -> list[str]:
+    return [t.name for t in fig.data]
+
+
+def test_crossover_draws_ours_and_the_papers_in_subset_order() -> None:
+    fig = figures.crossover(_main_table(), paper.main_points(PAPER), "recall")
+    assert _traces(fig)[:2] == ["RtP (ours)", "PtR (ours)"] and any("paper" in n for n in _traces(fig))
+    assert list(fig.data[0].x) == ["G1_instruction", "G2_instruction"]
+    json.loads(fig.to_json())  # serialisable for the browser
+    blank = figures.crossover(_main_table().iloc[0:0], paper.main_points(PAPER))
+    assert not blank.data and "bench main" in blank.layout.annotations[0].text
+
+
+def test_other_figures_build_from_reader_shaped_frames() -> None:
+    sweep = pd.DataFrame({"subset": ["G1_instruction"] * 4, "arch": ["rtp", "rtp", "ptr", "ptr"], "k": [1, 5, 1, 5],
+                          "recall_mean": [0.2, 0.37, 0.1, 0.29], "recall_std": [0, 0, 0.01, 0.01],
+                          "precision_mean": [0.5, 0.27, 0.4, 0.2], "precision_std": [0, 0, 0.01, 0.01]})
+    assert len(figures.ksweep(sweep, paper.ksweep_points(PAPER)).data) >= 3
+    scale = pd.DataFrame({"subset": ["G1_instruction"] * 2, "size": [1000, 47038], "arch": ["rtp", "ptr"],
+                          "recall_mean": [0.5, 0.3], "recall_std": [0.01, 0.01], "divergence_not_identical": [0.9, 0.98],
+                          "divergence_disjoint": [0.1, 0.2]})
+    assert "G1 divergence (paper)" in _traces(figures.scaling(scale, paper.scaling_divergence_points(PAPER)))
+    pq = _per_query()
+    assert sum(len(t.x) for t in figures.per_query_scatter(pq).data if t.mode == "markers") == 3
+    cost = pd.DataFrame({"subset": ["G1_instruction"], "rtp_tokens": [100.0], "ptr_discovery_tokens": [180.0],
+                         "ptr_planner_tokens": [110.0]})
+    assert _traces(figures.token_cost(cost)) == ["RtP planner", "PtR planner", "PtR stub writing"]
+    assert not figures.token_cost(cost.assign(rtp_tokens=0.0, ptr_discovery_tokens=0.0, ptr_planner_tokens=0.0)).data
+    cos = pd.DataFrame({"subset": ["G1_instruction"] * 3, "cosine": [0.8, 0.9, 0.7], "correct": [True, False, True]})
+    assert len(figures.cosine_hist(cos, paper.stub_cosine_points(PAPER)).data) == 2
+    bars = figures.category_bars(pd.DataFrame({"category": ["<b>x</b>", "Data"], "apis": [3, 9]}))
+    assert "&lt;b&gt;" in bars.data[0].y[0]
+    background = pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0], "label": ["a/b", "<i>c</i>"], "category": ["", "X"]})
+    overlay = pd.DataFrame({"x": [0.5], "y": [0.5], "kind": ["query"], "label": ["q"]})
+    fig = figures.embedding_map(background, overlay)
+    assert _traces(fig)[1] == "query" and "&lt;i&gt;" in fig.data[0].text[1]

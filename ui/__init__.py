@@ -1,0 +1,1 @@
+"""Streamlit widgets, plotly figure builders and small pure helpers shared by the pages."""

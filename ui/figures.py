@@ -1,0 +1,274 @@
+"""Plotly figure builders: pure functions from DataFrames to go.Figure, testable without Streamlit.
+
+Our numbers are solid lines and filled markers; the paper's are open markers on dotted lines, in
+the same colour per architecture, so each chart reads as "ours vs paper" at a glance.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from core.toolbench import SUBSETS
+from ui.paper import PAPER_LABEL
+from ui.safe import plot_text
+
+ARCH_COLORS = {"rtp": "#1f77b4", "ptr": "#d62728"}
+ARCH_NAMES = {"rtp": "RtP", "ptr": "PtR"}
+OUTCOME_COLORS = {"rtp_wins": ARCH_COLORS["rtp"], "ptr_wins": ARCH_COLORS["ptr"], "tie": "#7f7f7f",
+                  "both_miss": "#bcbd22"}
+OUTCOME_NAMES = {"rtp_wins": "RtP wins", "ptr_wins": "PtR wins", "tie": "tie", "both_miss": "both miss"}
+MAP_MARKERS = {"query": ("star", 18, "#111111"), "stub": ("diamond", 13, "#ff7f0e"),
+               "rtp": ("circle-open", 14, ARCH_COLORS["rtp"]), "ptr": ("square-open", 14, ARCH_COLORS["ptr"])}
+MAP_NAMES = {"query": "query", "stub": "PtR stub", "rtp": "RtP hit", "ptr": "PtR hit"}
+
+
+def subset_order(subsets: object) -> list[str]:
+    """Known subsets in the study's order (G1 → G3), then any others alphabetically."""
+    present = set(subsets)  # type: ignore[arg-type]
+    return [s for s in SUBSETS if s in present] + sorted(present - set(SUBSETS))
+
+
+def _layout(fig: go.Figure, title: str, height: int = 420, legend_below: bool = False) -> go.Figure:
+    """Title at the very top and the legend between it and the plot (or below it, for panel grids whose
+    panel titles sit where the legend would), so the two never overlap."""
+    legend = ({"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0} if legend_below
+              else {"orientation": "h", "yanchor": "bottom", "y": 1.06, "x": 0})
+    fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left", "y": 0.99, "yanchor": "top"},
+                      height=height, margin={"l": 50, "r": 20, "t": 70 if legend_below else 120,
+                                             "b": 130 if legend_below else 40},
+                      legend=legend, hovermode="closest", template="plotly_white")
+    return fig
+
+
+def empty(title: str, message: str) -> go.Figure:
+    """A blank chart that says why it is blank, so a missing experiment never looks like a bug."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                       font={"size": 14, "color": "#666"})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, title, 300)
+
+
+def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k: int = 5) -> go.Figure:
+    """metric@k by subset for both architectures, error bars = std over runs, the paper's points beside.
+
+    `main` has ResultsReader.main_table's columns; `paper` has ui.paper.main_points' columns.
+    """
+    title = f"{metric}@{k} by subset: the crossover"
+    ours = main[main["metric"] == metric] if len(main) else main
+    if ours.empty:
+        return empty(title, "No main-comparison results yet: run `python -m core bench main`.")
+    order = subset_order(ours["subset"])
+    ours = ours.set_index("subset").loc[order].reset_index()
+    fig = go.Figure()
+    for arch in ("rtp", "ptr"):
+        fig.add_trace(go.Scatter(
+            x=ours["subset"], y=ours[f"{arch}_mean"], name=f"{ARCH_NAMES[arch]} (ours)", mode="lines+markers",
+            marker={"color": ARCH_COLORS[arch], "size": 10}, line={"color": ARCH_COLORS[arch], "width": 3},
+            error_y={"type": "data", "array": ours[f"{arch}_std"].fillna(0.0), "visible": True},
+            hovertemplate="%{x}<br>" + ARCH_NAMES[arch] + " %{y:.3f} ± %{error_y.array:.3f}<extra></extra>"))
+    theirs = paper[(paper["metric"] == metric) & paper["subset"].isin(order)] if len(paper) else paper
+    for arch in ("rtp", "ptr"):
+        points = theirs[theirs["arch"] == arch] if len(theirs) else theirs
+        if len(points):
+            points = points.set_index("subset").loc[[s for s in order if s in set(points["subset"])]].reset_index()
+            fig.add_trace(go.Scatter(
+                x=points["subset"], y=points["mean"], name=f"{ARCH_NAMES[arch]} ({PAPER_LABEL})",
+                mode="lines+markers", marker={"color": ARCH_COLORS[arch], "size": 12, "symbol": "diamond-open"},
+                line={"color": ARCH_COLORS[arch], "dash": "dot", "width": 1.5},
+                error_y={"type": "data", "array": points["std"].fillna(0.0), "visible": True},
+                hovertemplate="%{x}<br>paper " + ARCH_NAMES[arch] + " %{y:.3f}<extra></extra>"))
+    fig.update_xaxes(categoryorder="array", categoryarray=order, title=None)
+    fig.update_yaxes(title=f"{metric}@{k}", rangemode="tozero")
+    return _layout(fig, title)
+
+
+def _grid(n: int, per_row: int = 3) -> tuple[int, int]:
+    cols = min(n, per_row)
+    return math.ceil(n / cols), cols
+
+
+def ksweep(df: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall") -> go.Figure:
+    """metric vs k per subset (one panel each), both architectures, with the paper's stated points."""
+    title = f"{metric} vs k"
+    if df.empty:
+        return empty(title, "No k-sweep results yet: run `python -m core bench ksweep`.")
+    order = subset_order(df["subset"])
+    rows, cols = _grid(len(order))
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=order, shared_yaxes=True)
+    for i, subset in enumerate(order):
+        r, c = divmod(i, cols)
+        for arch in ("rtp", "ptr"):
+            part = df[(df["subset"] == subset) & (df["arch"] == arch)].sort_values("k")
+            if len(part):
+                fig.add_trace(go.Scatter(
+                    x=part["k"], y=part[f"{metric}_mean"], name=f"{ARCH_NAMES[arch]} (ours)", legendgroup=arch,
+                    showlegend=i == 0, mode="lines+markers", line={"color": ARCH_COLORS[arch]},
+                    error_y={"type": "data", "array": part[f"{metric}_std"].fillna(0.0), "visible": True},
+                    hovertemplate=subset + " k=%{x}<br>" + ARCH_NAMES[arch] + " %{y:.3f}<extra></extra>"),
+                    row=r + 1, col=c + 1)
+            if metric == "recall" and len(paper):
+                points = paper[(paper["subset"] == subset) & (paper["arch"] == arch)]
+                if len(points):
+                    fig.add_trace(go.Scatter(
+                        x=points["k"], y=points["recall"], name=f"{ARCH_NAMES[arch]} (paper)",
+                        legendgroup=f"paper-{arch}", showlegend=bool(subset == "G1_instruction"), mode="markers",
+                        marker={"color": ARCH_COLORS[arch], "size": 12, "symbol": "diamond-open"},
+                        hovertemplate=subset + " k=%{x}<br>paper " + ARCH_NAMES[arch] + " %{y:.3f}<extra></extra>"),
+                        row=r + 1, col=c + 1)
+    fig.update_xaxes(title="k", type="log", tickvals=[1, 2, 3, 5, 10, 20])
+    fig.update_yaxes(rangemode="tozero")
+    return _layout(fig, title, 200 + 300 * rows, legend_below=True)
+
+
+def scaling(df: pd.DataFrame, paper_divergence: pd.DataFrame) -> go.Figure:
+    """Recall vs registry size (top) and how often the two architectures' top-k differ (bottom)."""
+    title = "Registry size: recall and divergence"
+    if df.empty:
+        return empty(title, "No scaling results yet: run `python -m core bench scaling`.")
+    order = subset_order(df["subset"])
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=("recall (mean ± std over seeds and runs)",
+                                        "divergence: share of queries whose top-k sets differ"))
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+    for i, subset in enumerate(order):
+        dash = dashes[i % len(dashes)]
+        for arch in ("rtp", "ptr"):
+            part = df[(df["subset"] == subset) & (df["arch"] == arch)].sort_values("size")
+            if len(part):
+                fig.add_trace(go.Scatter(
+                    x=part["size"], y=part["recall_mean"], name=f"{subset} {ARCH_NAMES[arch]}",
+                    legendgroup=f"{subset}-{arch}", mode="lines+markers", line={"color": ARCH_COLORS[arch], "dash": dash},
+                    error_y={"type": "data", "array": part["recall_std"].fillna(0.0), "visible": True},
+                    hovertemplate=subset + " " + ARCH_NAMES[arch] + "<br>size %{x:,}<br>recall %{y:.3f}<extra></extra>"),
+                    row=1, col=1)
+        div = df[(df["subset"] == subset)].dropna(subset=["divergence_not_identical"]).drop_duplicates("size")
+        if len(div):
+            div = div.sort_values("size")
+            fig.add_trace(go.Scatter(
+                x=div["size"], y=div["divergence_not_identical"], name=f"{subset} divergence", mode="lines+markers",
+                line={"color": "#555", "dash": dash}, legendgroup=f"{subset}-div",
+                hovertemplate=subset + "<br>size %{x:,}<br>not identical %{y:.2f}<extra></extra>"), row=2, col=1)
+    if len(paper_divergence):
+        fig.add_trace(go.Scatter(
+            x=paper_divergence["size"], y=paper_divergence["divergence"], name="G1 divergence (paper)",
+            mode="markers", marker={"symbol": "diamond-open", "size": 12, "color": "#111"},
+            hovertemplate="paper G1<br>size %{x:,}<br>%{y:.2f}<extra></extra>"), row=2, col=1)
+    fig.update_xaxes(type="log", title="registry size (APIs)", row=2, col=1)
+    fig.update_yaxes(rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(range=[0, 1.05], row=2, col=1)
+    return _layout(fig, title, 720, legend_below=True)
+
+
+def per_query_scatter(df: pd.DataFrame, seed: int = 0) -> go.Figure:
+    """RtP vs PtR recall per query, jittered (recalls take few values), coloured by outcome."""
+    title = "Per-query recall: RtP vs PtR"
+    if df.empty:
+        return empty(title, "No per-query results for this choice.")
+    rng = np.random.default_rng(seed)
+    fig = go.Figure()
+    for outcome, name in OUTCOME_NAMES.items():
+        part = df[df["outcome"] == outcome]
+        if part.empty:
+            continue
+        jitter = rng.uniform(-0.015, 0.015, size=(2, len(part)))
+        labels = [plot_text(f"{s}:{q}") for s, q in zip(part["subset"], part["query_id"])]
+        fig.add_trace(go.Scatter(
+            x=part["rtp_recall"].to_numpy(dtype=float) + jitter[0],
+            y=part["ptr_recall"].to_numpy(dtype=float) + jitter[1], mode="markers",
+            name=f"{name} ({len(part)})", marker={"color": OUTCOME_COLORS[outcome], "size": 7, "opacity": 0.7},
+            text=labels, customdata=np.stack([part["rtp_recall"], part["ptr_recall"]], axis=1),
+            hovertemplate="%{text}<br>RtP %{customdata[0]:.2f} · PtR %{customdata[1]:.2f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"color": "#999", "dash": "dot"},
+                             showlegend=False, hoverinfo="skip"))
+    fig.update_xaxes(title="RtP recall", range=[-0.05, 1.05])
+    fig.update_yaxes(title="PtR recall", range=[-0.05, 1.05])
+    return _layout(fig, title, 520)
+
+
+def token_cost(df: pd.DataFrame) -> go.Figure:
+    """LLM tokens per query by subset: RtP's planner beside PtR's stub writing stacked on its planner.
+
+    `df` has ResultsReader.cost()'s columns (means per query).
+    """
+    title = "LLM tokens per query"
+    needed = {"subset", "rtp_tokens", "ptr_discovery_tokens", "ptr_planner_tokens"}
+    if df.empty or not needed <= set(df.columns):
+        return empty(title, "No token records yet.")
+    if not df[sorted(needed - {"subset"})].fillna(0).to_numpy().any():
+        return empty(title, "No LLM tokens were spent: these runs used the offline heuristic, not an LLM.")
+    part = df.set_index("subset").loc[subset_order(df["subset"])].reset_index()
+    fig = go.Figure([
+        go.Bar(x=part["subset"], y=part["rtp_tokens"], name="RtP planner", offsetgroup="rtp",
+               marker_color=ARCH_COLORS["rtp"]),
+        go.Bar(x=part["subset"], y=part["ptr_planner_tokens"], name="PtR planner", offsetgroup="ptr",
+               marker_color=ARCH_COLORS["ptr"]),
+        go.Bar(x=part["subset"], y=part["ptr_discovery_tokens"], base=part["ptr_planner_tokens"],
+               name="PtR stub writing", offsetgroup="ptr", marker_color="#ff9896"),
+    ])
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title="tokens per query (mean)")
+    return _layout(fig, title, 400)
+
+
+def cosine_hist(df: pd.DataFrame, paper: pd.DataFrame) -> go.Figure:
+    """Stub→top-1 cosine, correct (top-1 is gold) vs incorrect, with the paper's means as lines."""
+    title = "Stub top-1 cosine: correct vs incorrect matches"
+    if df.empty:
+        return empty(title, "No stub records for this choice.")
+    fig = go.Figure()
+    for correct, name, color in ((True, "correct (top-1 is gold)", "#2ca02c"), (False, "incorrect", "#9467bd")):
+        part = df[df["correct"].astype(bool) == correct]
+        if len(part):
+            fig.add_trace(go.Histogram(x=part["cosine"], name=f"{name} (n={len(part)}, mean {part['cosine'].mean():.3f})",
+                                       marker_color=color, opacity=0.6, nbinsx=40))
+    for row in paper.itertuples():
+        fig.add_vline(x=row.cosine, line_dash="dot", line_color="#2ca02c" if row.correct else "#9467bd")
+    if len(paper):  # the paper's two means are 0.002 apart: one label for both lines
+        means = ", ".join(f"{'correct' if r.correct else 'incorrect'} {r.cosine:.3f}" for r in paper.itertuples())
+        fig.add_annotation(x=paper["cosine"].max(), y=1, yref="paper", xanchor="left", yanchor="bottom",
+                           showarrow=False, text=f"paper means: {means}", font={"size": 11, "color": "#555"})
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(title="cosine of stub and its top-1 API")
+    fig.update_yaxes(title="stubs")
+    return _layout(fig, title, 400)
+
+
+def category_bars(counts: pd.DataFrame, top: int = 30) -> go.Figure:
+    """Horizontal bars of the `top` largest categories ([category, apis])."""
+    title = f"APIs per category (top {top})"
+    if counts.empty:
+        return empty(title, "No APIs.")
+    part = counts.sort_values("apis", ascending=False).head(top).iloc[::-1]
+    fig = go.Figure(go.Bar(x=part["apis"], y=[plot_text(c, 40) for c in part["category"]], orientation="h",
+                           marker_color="#4c78a8", hovertemplate="%{y}: %{x:,} APIs<extra></extra>"))
+    return _layout(fig, title, max(300, 18 * len(part) + 80))
+
+
+def embedding_map(background: pd.DataFrame, overlay: pd.DataFrame | None = None) -> go.Figure:
+    """A 2-D PCA map: a sample of the registry in grey, and optionally a query, its stubs and both hit lists.
+
+    background: [x, y, label, category]; overlay: [x, y, kind ∈ MAP_MARKERS, label].
+    """
+    title = "The registry's embedding space (PCA, 2 components)"
+    fig = go.Figure(go.Scattergl(
+        x=background["x"], y=background["y"], mode="markers", name=f"registry sample ({len(background):,})",
+        marker={"size": 3, "color": "#c7c7c7"},
+        text=[plot_text(f"{lab} [{cat or '-'}]", 90) for lab, cat in zip(background["label"], background["category"])],
+        hovertemplate="%{text}<extra></extra>"))
+    if overlay is not None:
+        for kind, (symbol, size, color) in MAP_MARKERS.items():
+            part = overlay[overlay["kind"] == kind]
+            if len(part):
+                fig.add_trace(go.Scatter(
+                    x=part["x"], y=part["y"], mode="markers", name=MAP_NAMES[kind],
+                    marker={"symbol": symbol, "size": size, "color": color, "line": {"width": 2, "color": color}},
+                    text=[plot_text(t, 90) for t in part["label"]], hovertemplate="%{text}<extra></extra>"))
+    fig.update_xaxes(title="PC 1", zeroline=False)
+    fig.update_yaxes(title="PC 2", zeroline=False)
+    return _layout(fig, title, 620)

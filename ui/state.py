@@ -1,0 +1,230 @@
+"""Resources every page shares: settings with the sidebar's choices, the results reader, and the index.
+
+The index is built in a background thread so that no page blocks on it: embedding the full
+registry takes minutes the first time, while the results pages need no index at all. Database
+reads go through st.cache_data keyed on the database file's modification time, so a benchmark
+that writes new rows shows up on the next page load without a restart.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.discovery import Retriever, Stub
+from core.inspect import inspect_query
+from core.lab import IndexInfo, build_retriever, registry_for
+from core.registry import UNKNOWN_CATEGORY
+from core.results import ResultsReader
+from core.settings import Settings
+from core.store import sqlite_path
+from ui.projection import Projection, fit_pca, sample_rows
+
+MAP_SAMPLE = 5_000  # registry vectors the PCA map is fitted on and draws
+
+def base_settings() -> Settings:
+    """Settings from the environment and secrets; raises ValueError for a bad setting (app.py shows it)."""
+    return Settings.from_env()
+
+
+def current_settings() -> Settings:
+    """The environment's settings with the sidebar's registry choice applied."""
+    settings = base_settings()
+    registry = st.session_state.get("registry", settings.registry)
+    return settings if registry == settings.registry else settings.with_(registry=registry)
+
+
+def available_backends(settings: Settings) -> list[str]:
+    """Backends this deployment can call: the configured one, and offline, which needs nothing."""
+    return list(dict.fromkeys([settings.llm_backend, "offline"]))
+
+
+def with_backend(settings: Settings, backend: str) -> Settings:
+    """Settings using `backend`, which must be one of available_backends(settings)."""
+    if backend == settings.llm_backend:
+        return settings
+    return settings.with_(llm_backend=backend, llm_model="offline-heuristic")
+
+
+@dataclass
+class IndexJob:
+    """One background build of encoder + embeddings + FAISS index, with progress for the UI."""
+
+    registry: str
+    done: int = 0
+    total: int = 0
+    retriever: Retriever | None = None
+    info: IndexInfo | None = None
+    error: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+    _finished: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def run(self, settings: Settings) -> None:
+        try:
+            self.retriever, self.info = build_retriever(settings, progress=self.progress)
+        except Exception as exc:  # noqa: BLE001 - any failure is shown on the page instead of a dead thread
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._finished.set()
+
+    def progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    @property
+    def ready(self) -> bool:
+        return self.retriever is not None
+
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
+    def wait(self, timeout_s: float) -> bool:
+        return self._finished.wait(timeout_s)
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    @property
+    def status(self) -> str:
+        """One line for status displays."""
+        if self.info is not None:
+            how = "loaded from cache" if self.info.from_cache else "built"
+            return f"{self.info.size:,} APIs · {how} in {self.info.seconds:.1f} s"
+        if self.error:
+            return f"failed: {self.error}"
+        if self.total:
+            return f"embedding {self.done:,} / {self.total:,} APIs ({self.fraction:.0%})"
+        return "loading the embedding model"
+
+
+@st.cache_resource(show_spinner=False, max_entries=4, validate=lambda job: job.error is None)
+def _index_job(model: str, registry: str, data_dir: str, cache_dir: str, _settings: Settings) -> IndexJob:
+    """One job per (model, registry, data, cache); a failed job is dropped so the next visit retries."""
+    job = IndexJob(registry)
+    threading.Thread(target=job.run, args=(_settings,), name=f"index-{registry}", daemon=True).start()
+    return job
+
+
+def index_job(settings: Settings) -> IndexJob:
+    """Start (once) or find the index build for these settings. Raises DataNotFoundError without data."""
+    data_dir = settings.data_dir()
+    return _index_job(settings.embedding_model, settings.registry, str(data_dir), str(settings.cache_dir), settings)
+
+
+@st.cache_resource(show_spinner=False)
+def reader(url: str) -> ResultsReader:
+    return ResultsReader(url)
+
+
+def db_version(url: str) -> float:
+    """Modification time of the SQLite file and its WAL: changes whenever a benchmark writes."""
+    path = sqlite_path(url)
+    if path is None:
+        return 0.0
+    stamps = [p.stat().st_mtime for p in (path, path.with_name(path.name + "-wal")) if p.exists()]
+    return max(stamps, default=0.0)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _read(url: str, version: float, method: str, args: tuple, kwargs: tuple) -> Any:
+    return getattr(reader(url), method)(*args, **dict(kwargs))
+
+
+def db_read(settings: Settings, method: str, *args: Any, **kwargs: Any) -> Any:
+    """A cached ResultsReader call, e.g. db_read(s, "main_table", gold="api_list")."""
+    url = settings.results_url
+    return _read(url, db_version(url), method, args, tuple(sorted(kwargs.items())))
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _inspect(text: str, k: int, archs: str, index_key: tuple, backend: str, model: str,
+             _retriever: Retriever, _settings: Settings) -> dict:
+    return inspect_query(text, k, _retriever, _settings, archs=archs)
+
+
+def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, archs: str = "all") -> dict:
+    """inspect_query, cached per (text, k, index, backend) so reruns of the page are instant.
+
+    QueryError (empty or oversized text) propagates for the page to show; gold marks are applied
+    by the caller (ui.view.with_gold), so the gold choice is not part of the cache key.
+    """
+    index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
+    return _inspect(text, k, archs, index_key, settings.llm_backend, settings.llm_model, retriever, settings)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _map(index_key: tuple, _retriever: Retriever, sample: int) -> tuple[Projection, pd.DataFrame]:
+    vectors = _retriever.corpus_vectors
+    rows = sample_rows(len(vectors), sample)
+    projection = fit_pca(vectors[rows])
+    xy = projection.apply(vectors[rows])
+    apis = [_retriever.registry.apis[r] for r in rows]
+    background = pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "label": [a.display_name for a in apis],
+                               "category": [a.category for a in apis]})
+    return projection, background
+
+
+def registry_map(retriever: Retriever, sample: int = MAP_SAMPLE) -> tuple[Projection, pd.DataFrame]:
+    """PCA fitted once per index on a sample of its vectors, and that sample's 2-D coordinates."""
+    index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
+    return _map(index_key, retriever, sample)
+
+
+def map_overlay(result: dict, retriever: Retriever, projection: Projection) -> pd.DataFrame:
+    """[x, y, kind, label] for a query, PtR's stubs (as embedded) and both architectures' hits."""
+    items: list[tuple[str, str]] = [("query", result["query"])]
+    items += [("stub", Stub(s["name"], s.get("reasoning") or "").text())
+              for s in (result.get("ptr") or {}).get("stubs") or []]
+    vectors = [retriever.encode([text for _, text in items])]
+    labels = [(kind, f"{kind}: {text}") for kind, text in items]
+    for arch in ("rtp", "ptr"):
+        hits = (result.get(arch) or {}).get("hits") or []
+        if hits:
+            vectors.append(retriever.vectors_of([(h["tool_name"], h["api_name"]) for h in hits]))
+            labels += [(arch, f"{arch.upper()} #{h['rank']} {h['tool_name'].strip()}/{h['api_name'].strip()} "
+                              f"({h['score']:.3f})") for h in hits]
+    xy = projection.apply(np.vstack(vectors))
+    return pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "kind": [k for k, _ in labels], "label": [t for _, t in labels]})
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _registry_frame(data_dir: str, registry: str, _settings: Settings) -> pd.DataFrame:
+    apis = registry_for(_settings).apis
+    frame = pd.DataFrame({"tool": [a.tool_name.strip() for a in apis], "api": [a.api_name.strip() for a in apis],
+                          "category": [a.category or UNKNOWN_CATEGORY for a in apis],
+                          "description": [a.description for a in apis], "doc_source": [a.doc_source for a in apis]})
+    frame["_haystack"] = (frame["tool"] + "\n" + frame["api"] + "\n" + frame["description"]).str.lower()
+    return frame
+
+
+def registry_frame(settings: Settings) -> pd.DataFrame:
+    """The registry as a table with a lowercase search column; raises DataNotFoundError without data."""
+    return _registry_frame(str(settings.data_dir()), settings.registry, settings)
+
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _figure(url: str, version: float, key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
+    return _build()
+
+
+def db_figure(settings: Settings, key: tuple, build: Callable[[], go.Figure]) -> go.Figure:
+    """A chart of database data, built once per database version: plotly builds cost ~0.1 s each.
+
+    `key` names the chart and every input that changes it (gold, backend, metric, subset).
+    Figures are shared across sessions and must not be mutated after building.
+    """
+    url = settings.results_url
+    return _figure(url, db_version(url), key, build)

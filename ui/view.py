@@ -1,0 +1,117 @@
+"""The Inspector's view as URL parameters, and pure helpers over inspect_query's JSON.
+
+A view is a query (free text `q`, or a benchmark query `qid` like `G1_instruction:577`), `k` and
+the LLM `backend`. Parsing never raises: a bad parameter becomes a message and a default, so a
+hand-edited or truncated link still opens a page.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+from core import metrics
+from core.toolbench import ApiKey
+
+K_MIN, K_MAX = 1, 20
+ARCHS = ("rtp", "ptr")
+ARCH_TITLES = {"rtp": "RtP · Retrieve-then-Plan", "ptr": "PtR · Plan-then-Retrieve"}
+
+
+@dataclass(frozen=True)
+class View:
+    text: str = ""
+    qid: tuple[str, int] | None = None
+    k: int = 5
+    backend: str | None = None
+
+    def params(self) -> dict[str, str]:
+        """The URL parameters that reproduce this view (q only when no benchmark query is chosen)."""
+        out: dict[str, str] = {}
+        if self.qid is not None:
+            out["qid"] = f"{self.qid[0]}:{self.qid[1]}"
+        elif self.text:
+            out["q"] = self.text
+        out["k"] = str(self.k)
+        if self.backend:
+            out["backend"] = self.backend
+        return out
+
+
+def parse_qid(text: str) -> tuple[str, int] | None:
+    """`G1_instruction:577` -> ("G1_instruction", 577); None when malformed."""
+    subset, sep, number = text.strip().rpartition(":")
+    if not sep or not subset or not number.strip().isdigit():
+        return None
+    return subset, int(number)
+
+
+def parse_view(params: Mapping[str, str], default_k: int, backends: Collection[str]) -> tuple[View, list[str]]:
+    """(view, messages) from URL parameters; each unusable parameter adds a message and is ignored."""
+    messages: list[str] = []
+    qid = None
+    if params.get("qid"):
+        qid = parse_qid(params["qid"])
+        if qid is None:
+            messages.append(f"The link's query id {params['qid'][:80]!r} is not of the form subset:number "
+                            "(e.g. G1_instruction:577).")
+    k = default_k
+    if "k" in params:
+        raw = params["k"].strip()
+        if raw.isdigit() and K_MIN <= int(raw) <= K_MAX:
+            k = int(raw)
+        else:
+            messages.append(f"The link's k {raw[:20]!r} is not a whole number from {K_MIN} to {K_MAX}; using k={k}.")
+    backend = params.get("backend") or None
+    if backend is not None and backend not in backends:
+        messages.append(f"The link asks for the LLM backend {backend[:40]!r}, which is not configured here "
+                        f"(available: {', '.join(backends)}).")
+        backend = None
+    return View(params.get("q", "") if qid is None else "", qid, k, backend), messages
+
+
+def with_gold(result: dict, gold: Collection[ApiKey] | None) -> dict:
+    """A copy of an inspect_query / query_detail result whose gold marks and recall/precision use `gold`.
+
+    Stored results carry marks for one gold definition; recomputing them here lets the sidebar's
+    choice apply to every view. With gold None, marks and metrics are removed.
+    """
+    out = dict(result)
+    for arch in ARCHS:
+        if not isinstance(result.get(arch), dict):
+            continue
+        block = dict(result[arch])
+        hits = [dict(h) for h in block.get("hits") or []]
+        keys = [(h["tool_name"], h["api_name"]) for h in hits]
+        k = int(result.get("k") or len(hits) or 1)
+        if gold is None:
+            for hit in hits:
+                hit.pop("gold", None)
+            block.pop("recall", None)
+            block.pop("precision", None)
+        else:
+            for hit, flag in zip(hits, metrics.gold_flags(keys, gold)):
+                hit["gold"] = flag
+            block["recall"] = metrics.recall_at_k(keys, gold, k)
+            block["precision"] = metrics.precision_at_k(keys, gold, k)
+        block["hits"] = hits
+        out[arch] = block
+    return out
+
+
+def stub_hits(block: dict) -> list[tuple[dict, list[dict]]]:
+    """PtR's stubs, each with the final hits it contributed (the stub that scored each hit best)."""
+    hits = block.get("hits") or []
+    return [(stub, [h for h in hits if h.get("stub") == stub.get("name")]) for stub in block.get("stubs") or []]
+
+
+def total_tokens(block: dict) -> int:
+    """LLM tokens one architecture spent on this query: stub writing (PtR) plus planning."""
+    usage = (block.get("usage") or {}).get("total_tokens") or 0
+    plan = ((block.get("plan") or {}).get("usage") or {}).get("total_tokens") or 0
+    return int(usage) + int(plan)
+
+
+def total_latency_s(block: dict) -> float:
+    """Seconds one architecture took: stub writing (PtR), retrieval and planning."""
+    plan = (block.get("plan") or {}).get("latency_s") or 0.0
+    return float(block.get("stub_latency_s") or 0.0) + float(block.get("latency_s") or 0.0) + float(plan)

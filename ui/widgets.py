@@ -1,0 +1,193 @@
+"""Streamlit renderers the pages share: gates that explain what is missing, hit lists, downloads.
+
+Every untrusted string (API names and descriptions, query text, LLM output, error messages) goes
+through ui.safe.md before any markdown-rendering call, or is shown with st.text / st.code / st.json.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pandas as pd
+import streamlit as st
+
+from core.discovery import Retriever
+from core.offline_split import OFFLINE_LABEL
+from core.registry import Registry
+from core.settings import DataNotFoundError, Settings, redact
+from core.toolbench import Api, ApiKey
+from ui.safe import md
+from ui.state import IndexJob, db_read, index_job
+from ui.view import ARCH_TITLES, stub_hits, total_latency_s, total_tokens
+
+GOLD_BADGE = ":green-badge[gold]"
+INDEX_WAIT_S = 3.0  # a new job gets this long before a progress bar shows: a cached index loads in about that
+
+
+def error(message: object, settings: Settings | None = None) -> None:
+    """A friendly error line; secrets are scrubbed and markdown escaped."""
+    text = str(message)
+    if settings is not None:
+        text = redact(text, settings.secrets())
+    st.error(md(text, 600), icon=":material/error:")
+
+
+def offline_banner(settings: Settings) -> None:
+    if settings.llm_backend == "offline":
+        st.warning(f"No LLM is configured: PtR's stubs and both planners come from the **{md(OFFLINE_LABEL)}**. "
+                   "Set GEMINI_API_KEY (or LLM_BACKEND=openai with OPENAI_BASE_URL) to use an LLM.",
+                   icon=":material/info:")
+
+
+def results_ready(settings: Settings) -> bool:
+    """True when the results database has runs; otherwise explains how to make some."""
+    try:
+        if db_read(settings, "available"):
+            return True
+    except Exception as exc:  # noqa: BLE001 - a broken or foreign database must not show a traceback
+        error(f"The results database could not be read: {exc}", settings)
+        return False
+    st.info("No results yet: the database at "
+            f"{md(settings.results_url.removeprefix('sqlite:///'), 200)} is missing or empty. "
+            "Run `python -m core bench all` to fill it (or set DATABASE_URL).", icon=":material/database:")
+    return False
+
+
+def safe_read(settings: Settings, method: str, *args: object, **kwargs: object) -> object | None:
+    """A cached database read; on failure an error line and None, never a traceback."""
+    try:
+        return db_read(settings, method, *args, **kwargs)
+    except Exception as exc:  # noqa: BLE001
+        error(f"Reading {method} from the results database failed: {exc}", settings)
+        return None
+
+
+def _use_documented() -> None:
+    st.session_state["registry"] = "documented"
+
+
+@st.fragment(run_every=1.0)
+def _build_progress(job: IndexJob) -> None:
+    """Polls the background build once a second; reruns the whole page when the index is there."""
+    if job.finished:
+        st.rerun()
+    if job.total:
+        text = (f"Embedding the {job.registry} registry: {job.done:,} / {job.total:,} APIs "
+                f"({job.elapsed_s:.0f} s so far; this happens once, then the index loads from the cache)")
+    else:
+        text = f"Loading the embedding model and the {job.registry} registry ({job.elapsed_s:.0f} s)…"
+    st.progress(job.fraction, text=text)
+
+
+def index_gate(settings: Settings, wait_s: float = INDEX_WAIT_S) -> Retriever | None:
+    """The retriever when the index is ready; else build progress (or the reason it failed) and None."""
+    try:
+        job = index_job(settings)
+    except DataNotFoundError as exc:
+        error(exc)
+        return None
+    if not job.finished:  # a young job may be loading a cached index: give it a moment, once
+        job.wait(max(0.0, wait_s - job.elapsed_s))
+    if job.ready:
+        return job.retriever
+    if job.error:
+        error(f"Building the {job.registry} index failed: {job.error}", settings)
+        st.button("Retry", icon=":material/refresh:")
+        return None
+    _build_progress(job)
+    if settings.registry == "full":
+        st.button("Use the documented registry (4,940 APIs, about a minute to embed) meanwhile",
+                  on_click=_use_documented, icon=":material/bolt:")
+    return None
+
+
+def download_buttons(df: pd.DataFrame, name: str) -> None:
+    """CSV and JSON downloads of one table, side by side."""
+    left, right = st.columns(2)
+    left.download_button("CSV", df.to_csv(index=False).encode(), f"{name}.csv", "text/csv",
+                         key=f"dl-csv-{name}", icon=":material/download:", width="stretch")
+    right.download_button("JSON", df.to_json(orient="records", indent=1, date_format="iso").encode(), f"{name}.json",
+                          "application/json", key=f"dl-json-{name}", icon=":material/download:", width="stretch")
+
+
+def describe(registry: Registry | None) -> Callable[[ApiKey], Api | None]:
+    return (lambda key: registry.get(key)) if registry is not None else (lambda key: None)
+
+
+def hit_list(hits: list[dict], lookup: Callable[[ApiKey], Api | None]) -> None:
+    """Ranked hits: rank, name, score, category, gold mark; the description in an expander."""
+    for hit in hits:
+        api = lookup((hit["tool_name"], hit["api_name"]))
+        name = f"{hit['tool_name'].strip()}/{hit['api_name'].strip()}"
+        gold = hit.get("gold") is True
+        label = (f"{hit['rank']}\\. {md(name, 80)} · {hit['score']:.3f} · {md(hit.get('category') or '-', 40)}"
+                 + (f" · {GOLD_BADGE}" if gold else ""))
+        with st.expander(label, icon=":material/check_circle:" if gold else None):
+            if api is None:
+                st.caption("Not in the loaded registry.")
+            elif api.description:
+                st.text(api.description)
+            else:
+                st.caption("No description: ToolBench knows this API by name only.")
+            if hit.get("stub"):
+                st.caption(f"found by stub {md(hit['stub'], 80)}")
+
+
+def _fmt(value: object, digits: int = 3) -> str:
+    return "–" if value is None else f"{float(value):.{digits}f}"
+
+
+def plan_view(plan: dict | None) -> None:
+    """The planner's answer: selected APIs, steps, refusal, and how faithful it stayed to the retrieved set."""
+    if not plan:
+        st.caption("The planner did not run.")
+        return
+    st.markdown(f"**Planner** ({md(plan.get('backend_label') or plan.get('backend') or '?', 60)})")
+    if plan.get("parse_error"):
+        st.error(f"The planner's answer could not be used: {md(plan['parse_error'], 300)}")
+    if plan.get("refusal"):
+        st.warning(f"Refused: {md(plan['refusal'], 400)}")
+    selected = plan.get("selected_apis") or []
+    if selected:
+        st.markdown("Selected: " + ", ".join(f"**{md(s, 80)}**" for s in selected))
+    for i, step in enumerate(plan.get("steps") or [], 1):
+        st.markdown(f"{i}\\. {md(step, 400)}")
+    st.caption(f"fidelity {_fmt(plan.get('fidelity'), 2)} · selection rate {_fmt(plan.get('selection_rate'), 2)} · "
+               f"{plan.get('apis_named', len(selected))} APIs named")
+
+
+def arch_column(arch: str, block: dict | None, lookup: Callable[[ApiKey], Api | None], k: int,
+                failure: str | None = None) -> None:
+    """One architecture's column of the Inspector."""
+    st.subheader(ARCH_TITLES[arch])
+    if block is None:
+        error(failure or "This architecture produced no result.")
+        return
+    numbers = [f"top-1 cosine **{_fmt(block.get('top1_score'))}**"]
+    if "precision" in block:  # gold is known (a benchmark query)
+        numbers.insert(0, f"recall@{k} **{_fmt(block.get('recall'), 2)}** · precision@{k} "
+                          f"**{_fmt(block.get('precision'), 2)}**")
+    numbers.append(f"{total_tokens(block):,} tokens · {total_latency_s(block):.2f} s")
+    st.markdown(" · ".join(numbers))
+    if arch == "ptr":
+        if block.get("stub_fallback"):
+            st.warning("Stub writing failed; PtR fell back to the raw query as its only stub"
+                       + (f": {md(block.get('stub_error'), 300)}" if block.get("stub_error") else "."))
+        groups = stub_hits(block)
+        st.markdown(f"**{len(groups)} stub{'' if len(groups) == 1 else 's'}** ({md(block.get('backend_label') or '?', 60)}) · "
+                    f"{block.get('search_width', 0)} candidates before the top-{k} cut")
+        for stub, found in groups:
+            found_text = ", ".join(f"#{h['rank']} {md(h['tool_name'].strip() + '/' + h['api_name'].strip(), 60)}"
+                                   for h in found) or "no hit in the final top-k"
+            reasoning = f": {md(stub.get('reasoning'), 200)}" if stub.get("reasoning") else ""
+            st.markdown(f"- **{md(stub.get('name'), 80)}**{reasoning}  \n  → {found_text}")
+    st.markdown(f"**Top {len(block.get('hits') or [])} APIs**")
+    hit_list(block.get("hits") or [], lookup)
+    plan_view(block.get("plan"))
+    if failure:
+        error(failure)
+
+
+def json_download(obj: dict, name: str) -> None:
+    st.download_button("Download this view as JSON", json.dumps(obj, indent=1, ensure_ascii=False).encode(),
+                       f"{name}.json", "application/json", icon=":material/download:")
