@@ -1,0 +1,169 @@
+"""The study's report: every table from the results store beside the paper's figures.
+
+`build_report(reader, gold)` returns plain JSON-able data (the CLI prints it, pages may render it);
+`render_text(report)` lays it out for a terminal. Our numbers and the paper's are never merged:
+each section has an "ours" side and a "paper" side, and the setup differences are stated
+(embedding model, LLM or offline heuristic, gold definition, pass-rate proxy vs judged pass rate).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from core.analysis import PASS_RATE_DEFINITION, PASS_RATE_LABEL
+from core.results import ResultsReader
+from core.settings import PROJECT_ROOT
+
+PAPER_NAMES = {"G1_instruction": "G1", "G2_instruction": "G2", "G3_instruction": "G3"}
+GOLD_NOTES = {
+    "api_list": "gold = api_list (the APIs each query was generated from, ~5-7 per query; closest to the paper's)",
+    "relevant": "gold = relevant (ToolBench's relevant APIs, ~2-3 per query; not the paper's definition)",
+}
+
+
+def load_paper(root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """data/paper_reference.json, else ../shared/paper_reference.json; {} when neither exists."""
+    for path in (root / "data" / "paper_reference.json", root.parent / "shared" / "paper_reference.json"):
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))
+    return {}
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN -> None, numpy scalars -> Python, containers recursively."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return _clean(frame.to_dict("records"))
+
+
+def _mean_std(value: Any) -> tuple[Any, Any]:
+    if isinstance(value, list):
+        return value[0], value[1]
+    return value, None
+
+
+def paper_main(paper: dict[str, Any]) -> list[dict[str, Any]]:
+    """The paper's main table (Gemini 2.5 Flash, k=5, 4 runs) as rows shaped like ours.
+
+    Its pass rate is ToolBench's LLM-judged one, so the metric keeps the name "pass_rate": it is not
+    our pass_rate_proxy, and the two are never put in one column.
+    """
+    rows = []
+    for name, group in (paper.get("main_k5", {}).get("gemini-2.5-flash") or {}).items():
+        subset = next((s for s, g in PAPER_NAMES.items() if g == name), name)
+        for metric in ("recall", "precision", "pass_rate"):
+            rtp_mean, rtp_std = _mean_std(group.get("rtp", {}).get(metric))
+            ptr_mean, ptr_std = _mean_std(group.get("ptr", {}).get(metric))
+            rows.append({"subset": subset, "metric": metric, "rtp_mean": rtp_mean, "rtp_std": rtp_std,
+                         "ptr_mean": ptr_mean, "ptr_std": ptr_std, "p_value": group.get("p_values", {}).get(metric)})
+    return rows
+
+
+def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | None = None,
+                 paper: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every section of the study for the latest complete runs; `paper` defaults to data/paper_reference.json."""
+    if gold not in GOLD_NOTES:
+        raise ValueError(f"gold must be one of {', '.join(GOLD_NOTES)}")
+    paper = load_paper() if paper is None else paper
+    setup = reader.setup(backend)
+    sections: dict[str, dict[str, Any]] = {
+        "main": {"title": "Main comparison (k=5): mean ± std over runs",
+                 "ours": records(reader.main_table(gold, backend)), "paper": paper_main(paper),
+                 "note": "p: one-sample t of PtR run means vs deterministic RtP (recall, precision), two-sample t "
+                         "over run means (pass-rate proxy); n/a when runs do not vary. Paper pass rate is "
+                         "ToolBench's LLM-judged one; ours is the " + PASS_RATE_DEFINITION},
+        "wins": {"title": "Per-query outcomes (recall, means over runs)",
+                 "ours": records(reader.win_counts(gold, backend)), "paper": paper.get("per_query_wins_k5")},
+        "ksweep": {"title": "k sweep", "ours": records(reader.ksweep(gold, backend)), "paper": paper.get("k_ablation")},
+        "scaling": {"title": "Registry scaling: recall over seeds, divergence of top-k sets",
+                    "ours": records(reader.scaling(gold, backend)), "notes": records(reader.scaling_notes(backend)),
+                    "paper": paper.get("scaling"),
+                    "note": "every sub-registry holds all gold APIs of the subset (both definitions); gold_share "
+                            "is their share of it, so small sizes with a high gold_share inflate recall"},
+        "divergence": {"title": "Tool-selection divergence (PtR vs RtP top-k sets, full registry)",
+                       "ours": records(reader.divergence(backend)), "paper": paper.get("divergence_full_registry")},
+        "trajectory": {"title": "Planner trajectory", "ours": records(reader.trajectory(gold, backend)),
+                       "paper": paper.get("trajectory")},
+        "stubs": {"title": "Stubs", "ours": records(reader.stub_stats(backend)), "paper": paper.get("stubs")},
+        "search_width": {"title": "Effective search width (APIs scored before the cut to k)",
+                         "ours": records(reader.search_width(backend)), "paper": None},
+        "cost": {"title": "Tokens per query", "ours": records(reader.cost(backend)),
+                 "routing": _clean(reader.routing_savings(backend)), "paper": paper.get("cost"),
+                 "note": "tokens as reported when each answer was produced (cache replays keep the original "
+                         "usage); the offline heuristic uses none"},
+    }
+    return {"gold": gold, "gold_note": GOLD_NOTES[gold], "pass_rate_note": PASS_RATE_DEFINITION,
+            "setup": _clean(setup), "status": _clean(reader.status()), "paper_setup": paper.get("setup"),
+            "sections": sections}
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    if not rows:
+        return "  (nothing stored)"
+    frame = pd.DataFrame(rows)
+    if columns:
+        frame = frame[[c for c in columns if c in frame.columns]]
+    return "\n".join("  " + line for line in frame.map(_fmt).to_string(index=False).splitlines())
+
+
+def _paper_lines(paper: Any) -> str:
+    if not paper:
+        return "  paper: not reported"
+    return "  paper: " + json.dumps(paper, separators=(", ", ": "))
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The report for a terminal: setup, then each section with ours above the paper's figures."""
+    setup = report.get("setup") or {}
+    lines = ["Tool Discovery Lab: study report",
+             f"setup: registry {setup.get('registry_name')} ({setup.get('registry_size')} APIs), "
+             f"embeddings {setup.get('embedding_model')}, {setup.get('backend_label')}, "
+             f"{setup.get('runs')} run(s), commit {str(setup.get('git_commit'))[:12]}",
+             f"paper: {(report.get('paper_setup') or {}).get('embedding_model')}, "
+             f"{(report.get('paper_setup') or {}).get('llm')}, registry {(report.get('paper_setup') or {}).get('registry_size')}",
+             report["gold_note"], report["pass_rate_note"], ""]
+    sections = report["sections"]
+    main = sections["main"]
+    ours = [{**row, "metric": PASS_RATE_LABEL if row["metric"] == "pass_rate_proxy" else row["metric"]}
+            for row in main["ours"]]
+    lines += [f"== {main['title']}", _table(ours, ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean",
+                                                            "ptr_std", "p_value", "test", "better", "n_queries", "runs"]),
+              "  paper (Gemini 2.5 Flash, gte-base):",
+              _table(main["paper"], ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean", "ptr_std", "p_value"]),
+              f"  {main['note']}", ""]
+    for name in ("wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "cost"):
+        section = sections[name]
+        lines += [f"== {section['title']}", _table(section["ours"])]
+        if section.get("notes"):
+            lines += ["  skipped: " + "; ".join(f"{n['subset']} size {n['size']}: {n['note']}" for n in section["notes"])]
+        if section.get("note"):
+            lines += [f"  {section['note']}"]
+        if "routing" in section:
+            r = section["routing"]
+            lines += [f"  routing {r['routed_to_rtp']} to RtP, {r['routed_to_ptr']} to PtR saves "
+                      f"{_fmt(r['total_tokens'])} of all tokens and {_fmt(r['discovery_overhead'])} of discovery "
+                      "tokens (- = no tokens were used, e.g. the offline heuristic)"]
+        lines += [_paper_lines(section.get("paper")), ""]
+    return "\n".join(lines)

@@ -1,0 +1,335 @@
+"""The results store: SQLAlchemy 2.0 models for experiment runs and per-query results.
+
+One row per run holds its full provenance; one row per (run, query) holds identifiers, scores,
+hits, stubs, plans, metrics for both gold definitions, token usage and latency. Query texts and
+API descriptions are not stored: pages join them from the ToolBench data directory.
+
+SQLite (the default, `data/results.sqlite`) runs in WAL mode so a dashboard can read while a
+benchmark writes; any other SQLAlchemy URL (PostgreSQL) works too, as nothing here uses
+SQLite-only SQL outside the connect hook. The unique (run_id, query_uid) constraint is what makes
+a resumed run unable to duplicate a row.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint,
+                        create_engine, delete, event, func, insert, inspect, select, update)
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+from core.settings import PROJECT_ROOT
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 30_000
+RUN_STATUSES = ("running", "complete", "failed", "skipped")
+
+
+class SchemaMismatch(RuntimeError):
+    """The database was written by another version of this code; the message says what to do."""
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class SchemaInfo(Base):
+    __tablename__ = "schema_info"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Run(Base):
+    """One architecture on one subset at one configuration, with everything needed to reproduce it."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16), index=True)
+    arch: Mapped[str] = mapped_column(String(8))
+    subset: Mapped[str] = mapped_column(String(32))
+    k: Mapped[int] = mapped_column(Integer)
+    run_index: Mapped[int] = mapped_column(Integer)
+    registry_name: Mapped[str] = mapped_column(String(32))
+    registry_size: Mapped[int] = mapped_column(Integer)
+    registry_hash: Mapped[str] = mapped_column(String(64))
+    sub_size: Mapped[int | None] = mapped_column(Integer)
+    sub_seed: Mapped[int | None] = mapped_column(Integer)
+    embedding_model: Mapped[str] = mapped_column(String(200))
+    llm_backend: Mapped[str] = mapped_column(String(32))
+    llm_model: Mapped[str] = mapped_column(String(200))
+    backend_label: Mapped[str] = mapped_column(String(200))
+    discovery_prompt_version: Mapped[str] = mapped_column(String(64))
+    planner_prompt_version: Mapped[str] = mapped_column(String(64))
+    source_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    git_commit: Mapped[str] = mapped_column(String(64))
+    n_queries: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    note: Mapped[str | None] = mapped_column(Text)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class QueryResult(Base):
+    """One query's outputs in one run. Metrics are stored for both gold definitions."""
+
+    __tablename__ = "query_results"
+    __table_args__ = (UniqueConstraint("run_id", "query_uid", name="uq_run_query"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    query_uid: Mapped[str] = mapped_column(String(64))
+    subset: Mapped[str] = mapped_column(String(32))
+    query_id: Mapped[int] = mapped_column(Integer)
+    k: Mapped[int] = mapped_column(Integer)
+    recall_api_list: Mapped[float | None] = mapped_column(Float)
+    precision_api_list: Mapped[float | None] = mapped_column(Float)
+    hit_api_list: Mapped[float | None] = mapped_column(Float)
+    recall_relevant: Mapped[float | None] = mapped_column(Float)
+    precision_relevant: Mapped[float | None] = mapped_column(Float)
+    hit_relevant: Mapped[float | None] = mapped_column(Float)
+    top1_score: Mapped[float | None] = mapped_column(Float)
+    search_width: Mapped[int | None] = mapped_column(Integer)
+    # [{rank, tool_name, api_name, category, score, gold, gold_relevant, stub?}]
+    hits: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
+    # [{name, reasoning, top1: {tool_name, api_name, score, gold, gold_relevant}}]
+    stubs: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
+    stub_fallback: Mapped[bool | None] = mapped_column(Boolean)
+    stub_error: Mapped[str | None] = mapped_column(Text)
+    # PtR rows: size of the top-k intersection with RtP's top-k on the same (sub-)registry.
+    rtp_overlap: Mapped[int | None] = mapped_column(Integer)
+    same_as_rtp: Mapped[bool | None] = mapped_column(Boolean)
+    # The plan: texts as JSON {selected_apis, steps, refusal, parse_error, cached}, measures as columns.
+    plan: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    plan_refusal: Mapped[bool | None] = mapped_column(Boolean)
+    plan_parse_error: Mapped[bool | None] = mapped_column(Boolean)
+    plan_steps: Mapped[int | None] = mapped_column(Integer)
+    plan_apis_named: Mapped[int | None] = mapped_column(Integer)
+    plan_fidelity: Mapped[float | None] = mapped_column(Float)
+    plan_selection_rate: Mapped[float | None] = mapped_column(Float)
+    plan_matched: Mapped[list[list[str]] | None] = mapped_column(JSON(none_as_null=True))
+    plan_pass_api_list: Mapped[bool | None] = mapped_column(Boolean)
+    plan_pass_relevant: Mapped[bool | None] = mapped_column(Boolean)
+    stub_prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    stub_output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    stub_thoughts_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    plan_prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    plan_output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    plan_thoughts_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    stub_latency_s: Mapped[float | None] = mapped_column(Float)
+    retrieval_latency_s: Mapped[float | None] = mapped_column(Float)
+    plan_latency_s: Mapped[float | None] = mapped_column(Float)
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+RESULT_COLUMNS = tuple(c.name for c in QueryResult.__table__.columns if c.name != "id")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that identifies what a run computes; two runs with equal specs are the same experiment."""
+
+    kind: str
+    arch: str
+    subset: str
+    k: int
+    run_index: int
+    registry_name: str
+    registry_size: int
+    registry_hash: str
+    embedding_model: str
+    llm_backend: str
+    llm_model: str
+    backend_label: str
+    discovery_prompt_version: str
+    planner_prompt_version: str
+    sub_size: int | None = None
+    sub_seed: int | None = None
+    source_run_id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+SPEC_FIELDS = tuple(f.name for f in fields(RunSpec))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: int
+    spec: RunSpec
+    status: str
+    n_queries: int
+    git_commit: str
+    started_at: datetime
+    finished_at: datetime | None
+    note: str | None
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def git_commit(root: Path = PROJECT_ROOT) -> str:
+    """HEAD of the project checkout, or "unknown" outside git (a deployed copy, no git binary)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def _compact_json(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a SQLite URL; None for other databases and in-memory SQLite."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database)
+
+
+def make_engine(url: str, *, writer: bool = True) -> Engine:
+    """An engine with compact JSON; for SQLite a busy timeout on every connection, and for a writer also
+    WAL mode, foreign keys and a created parent folder. Readers set nothing that needs a write lock."""
+    path = sqlite_path(url)
+    if path is not None and writer:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, json_serializer=_compact_json)
+    if make_url(url).get_backend_name() == "sqlite":
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API objects
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            if writer:
+                cursor.execute("PRAGMA journal_mode=WAL")
+                # In WAL mode NORMAL survives a killed process (only an OS crash can lose the last commits).
+                cursor.execute("PRAGMA synchronous=NORMAL")
+                cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+    return engine
+
+
+def check_schema(engine: Engine, *, create: bool) -> bool:
+    """True when the schema is this code's; creates it on an empty database when `create`.
+
+    Raises SchemaMismatch for a database of another schema version (or not ours at all).
+    Returns False for an empty database when not creating.
+    """
+    tables = set(inspect(engine).get_table_names())
+    if not tables:
+        if not create:
+            return False
+        Base.metadata.create_all(engine)
+        with engine.begin() as conn:
+            conn.execute(insert(SchemaInfo).values(id=1, version=SCHEMA_VERSION, created_at=utcnow()))
+        return True
+    if SchemaInfo.__tablename__ not in tables:
+        raise SchemaMismatch(f"{engine.url.render_as_string(hide_password=True)} is not a Tool Discovery Lab "
+                             "results database (no schema_info table); point DATABASE_URL elsewhere.")
+    with engine.connect() as conn:
+        version = conn.execute(select(SchemaInfo.version).where(SchemaInfo.id == 1)).scalar_one_or_none()
+    if version != SCHEMA_VERSION:
+        newer = version is not None and version > SCHEMA_VERSION
+        raise SchemaMismatch(
+            f"results database has schema version {version}, this code expects {SCHEMA_VERSION}: "
+            + ("update the code (git pull)." if newer else "rerun `python -m core bench all` into a new DATABASE_URL."))
+    return True
+
+
+def _record(run: Run) -> RunRecord:
+    spec = RunSpec(**{name: getattr(run, name) for name in SPEC_FIELDS})
+    return RunRecord(run.id, spec, run.status, run.n_queries, run.git_commit, run.started_at, run.finished_at,
+                     run.note)
+
+
+class Store:
+    """Writer side: creates the schema on first use, opens and closes runs, appends results atomically."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        check_schema(self.engine, create=True)
+        self.session = sessionmaker(self.engine, expire_on_commit=False)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def start_run(self, spec: RunSpec, n_queries: int, commit: str, config: dict[str, Any] | None = None,
+                  status: str = "running", note: str | None = None) -> int:
+        now = utcnow()
+        with self.session.begin() as s:
+            run = Run(**spec.as_dict(), git_commit=commit, n_queries=n_queries, status=status, note=note,
+                      config=config or {}, started_at=now, finished_at=None if status == "running" else now)
+            s.add(run)
+            s.flush()
+            return run.id
+
+    def find_run(self, spec: RunSpec) -> RunRecord | None:
+        """The latest run with exactly this spec (any status)."""
+        conditions = [getattr(Run, name).is_(None) if value is None else getattr(Run, name) == value
+                      for name, value in spec.as_dict().items()]
+        with self.session() as s:
+            run = s.scalars(select(Run).where(*conditions).order_by(Run.id.desc()).limit(1)).first()
+            return None if run is None else _record(run)
+
+    def reopen(self, run_id: int, n_queries: int) -> set[str]:
+        """Prepare an unfinished run for resuming: drop its errored rows, return the query uids it holds."""
+        with self.session.begin() as s:
+            s.execute(delete(QueryResult).where(QueryResult.run_id == run_id, QueryResult.error.is_not(None)))
+            s.execute(update(Run).where(Run.id == run_id).values(status="running", finished_at=None, note=None,
+                                                                  n_queries=n_queries))
+            return set(s.scalars(select(QueryResult.query_uid).where(QueryResult.run_id == run_id)))
+
+    def add_results(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert rows in one transaction: either all of them are stored or none is."""
+        if not rows:
+            return
+        with self.session.begin() as s:
+            s.execute(insert(QueryResult), [{c: row.get(c) for c in RESULT_COLUMNS if c in row} for row in rows])
+
+    def finish_run(self, run_id: int, status: str = "complete", note: str | None = None) -> None:
+        if status not in RUN_STATUSES:
+            raise ValueError(f"status must be one of {RUN_STATUSES}")
+        with self.session.begin() as s:
+            s.execute(update(Run).where(Run.id == run_id).values(status=status, note=note, finished_at=utcnow()))
+
+    def count_results(self, run_id: int) -> int:
+        with self.session() as s:
+            return int(s.scalar(select(func.count()).select_from(QueryResult).where(QueryResult.run_id == run_id)))
+
+    def runs(self, kind: str | None = None, status: str | None = None) -> list[RunRecord]:
+        query = select(Run).order_by(Run.id)
+        if kind is not None:
+            query = query.where(Run.kind == kind)
+        if status is not None:
+            query = query.where(Run.status == status)
+        with self.session() as s:
+            return [_record(r) for r in s.scalars(query)]
+
+    def latest_complete(self, kind: str, arch: str, subset: str, **match: Any) -> dict[int, RunRecord]:
+        """run_index -> the latest complete run of this kind, arch and subset (optionally matching spec fields)."""
+        query = select(Run).where(Run.kind == kind, Run.arch == arch, Run.subset == subset, Run.status == "complete")
+        for name, value in match.items():
+            query = query.where(getattr(Run, name) == value)
+        out: dict[int, RunRecord] = {}
+        with self.session() as s:
+            for run in s.scalars(query.order_by(Run.id)):
+                out[run.run_index] = _record(run)
+        return dict(sorted(out.items()))
+
+    def results(self, run_id: int, columns: Iterable[str] = ("query_uid", "stubs", "stub_fallback")) -> list[dict]:
+        cols = [getattr(QueryResult, c) for c in columns]
+        with self.session() as s:
+            return [dict(r._mapping) for r in s.execute(select(*cols).where(QueryResult.run_id == run_id))]

@@ -1,0 +1,238 @@
+"""The app-side read API and the report: shapes the pages rely on, no registry or model, speed, CLI."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core import analysis as A
+from core.analysis import OUTCOMES
+from core.cli import main
+from core.report import build_report, load_paper, render_text
+from core.results import PER_QUERY_COLUMNS, ResultsReader
+from core.settings import PROJECT_ROOT
+from tests.test_experiments import run_study
+
+SECTIONS = {"main", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "cost"}
+
+
+@pytest.fixture(scope="module")
+def study_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('study') / 'results.sqlite'}"
+    run_study(url).__getitem__(0).close()
+    return url
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+def test_status_and_runs(study_url: str) -> None:
+    reader = ResultsReader(study_url)
+    assert reader.available()
+    status = reader.status()
+    assert status["kinds"] == {"main": 8, "ksweep": 18, "scaling": 8} and status["backends"] == ["fake fake-llm-1"]
+    assert status["git_commit"] == "abc123" and status["error"] is None
+    runs = reader.runs()
+    for col in ("kind", "arch", "subset", "k", "run_index", "registry_name", "registry_size", "registry_hash",
+                "sub_size", "sub_seed", "embedding_model", "llm_backend", "llm_model", "backend_label",
+                "discovery_prompt_version", "planner_prompt_version", "git_commit", "status", "started_at",
+                "finished_at", "n_results"):
+        assert col in runs.columns
+    assert set(runs["status"]) == {"complete", "skipped"}
+
+
+def test_table_columns_the_pages_use(study_url: str) -> None:
+    reader = ResultsReader(study_url)
+    main = reader.main_table()
+    assert list(main.columns) == ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean", "ptr_std", "p_value", "test",
+                                  "better", "n_queries", "runs"]
+    assert set(main["metric"]) == {"recall", "precision", "pass_rate_proxy"} and set(main["better"]) <= {"rtp", "ptr", "tie"}
+    pq = reader.per_query("G2_instruction")
+    assert list(pq.columns) == PER_QUERY_COLUMNS and len(pq) == 6 and set(pq["outcome"]) <= set(OUTCOMES)
+    assert (pq["recall_diff"] == pq["ptr_recall"] - pq["rtp_recall"]).all()
+    assert pq["stub_names"].str.len().gt(0).all() and pq["n_stubs"].ge(1).all()
+    assert len(reader.per_query()) == 12 and len(reader.per_query(k=3)) == 12  # k=3 comes from the k sweep
+    assert list(reader.ksweep().columns)[:7] == ["subset", "arch", "k", "recall_mean", "recall_std", "precision_mean",
+                                                 "precision_std"]
+    assert sorted(reader.ksweep()["k"].unique()) == [1, 3, 5]
+    assert list(reader.scaling().columns)[:7] == ["subset", "size", "arch", "recall_mean", "recall_std",
+                                                  "divergence_not_identical", "divergence_disjoint"]
+    assert set(reader.scaling_notes()["size"]) == {4, 7}
+    shares = {(r.subset, r.size): r.gold_share for r in reader.scaling().itertuples()}
+    assert shares[("G2_instruction", 7)] == pytest.approx(6 / 7) and shares[("G1_instruction", 10)] == 0.8
+    assert list(reader.stub_cosines().columns)[:5] == ["subset", "query_id", "stub", "cosine", "correct"]
+    assert len(reader.stub_stats()) == 2 and len(reader.trajectory()) == 4 and len(reader.cost()) == 2
+    assert len(reader.divergence()) == 2 and len(reader.search_width()) == 4
+    assert list(reader.brand_name_losses().columns) == PER_QUERY_COLUMNS
+    wins = reader.decomposition_wins()
+    assert (wins["recall_diff"] > 0).all() and (wins["n_stubs"] >= 2).all()
+    assert reader.main_table(gold="relevant")["rtp_mean"].notna().all()
+
+
+def test_query_detail_is_shaped_like_inspect_query(study_url: str) -> None:
+    reader = ResultsReader(study_url)
+    detail = reader.query_detail("G2_instruction", 106)
+    assert detail["k"] == 5 and set(detail) >= {"rtp", "ptr", "provenance"}
+    hit = detail["rtp"]["hits"][0]
+    assert set(hit) >= {"rank", "tool_name", "api_name", "category", "score", "gold", "gold_relevant"}
+    plan = detail["rtp"]["plan"]
+    assert plan["selected_apis"] and "usage" in plan and plan["steps"]
+    assert plan["matched"] and plan["fidelity"] == 1.0 and plan["apis_named"] == len(plan["selected_apis"])
+    ptr = detail["ptr"]
+    assert [s["name"] for s in ptr["stubs"]] and ptr["stub_fallback"] is False
+    assert ptr["backend_label"] == "fake fake-llm-1" and ptr["usage"]["total_tokens"] == 46
+    assert {"top1_score", "search_width", "recall", "precision"} <= set(ptr)
+    assert detail["provenance"]["registry_name"] == "small" and detail["provenance"]["git_commit"] == "abc123"
+    swept = reader.query_detail("G2_instruction", 106, k=1)
+    assert len(swept["rtp"]["hits"]) == 1 and swept["rtp"]["plan"] is None and swept["ptr"]["stubs"]
+    assert reader.query_detail("G2_instruction", 9999) is None and reader.query_detail("G2_instruction", 106, k=7) is None
+    json.dumps(detail)
+
+
+def per_query_rows(url: str, kind: str) -> pd.DataFrame:
+    """Every stored per-query row of a kind, with its run keys, read without the reader."""
+    path = url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as conn:
+        return pd.read_sql_query(
+            "SELECT q.*, r.arch, r.run_index, r.sub_size, r.sub_seed FROM query_results q JOIN runs r ON r.id = q.run_id "
+            "WHERE r.kind = ? AND r.status = 'complete' AND q.error IS NULL", conn, params=(kind,))
+
+
+def test_sql_run_means_match_the_pandas_analyses(study_url: str) -> None:
+    """The reader averages per run in SQL; the pure analyses on per-query rows must give the same tables."""
+    reader = ResultsReader(study_url)
+    for gold in ("api_list", "relevant"):
+        main = per_query_rows(study_url, "main")
+        main = main.assign(**{c: main[c].astype(float) for c in ("plan_pass_api_list", "plan_pass_relevant")})
+        expected = A.main_table(A.run_means(main, A.main_columns(gold)), gold)
+        pd.testing.assert_frame_equal(reader.main_table(gold), expected, check_dtype=False)
+        sweep = per_query_rows(study_url, "ksweep")
+        cols = [f"recall_{gold}", f"precision_{gold}"]
+        expected = A.ksweep_table(A.run_means(sweep, cols, ("subset", "arch", "k")), gold)
+        pd.testing.assert_frame_equal(reader.ksweep(gold), expected, check_dtype=False)
+        scaling = A.divergence_columns(per_query_rows(study_url, "scaling").assign(
+            same_as_rtp=lambda d: d["same_as_rtp"].map({1: True, 0: False})))
+        per_seed = A.run_means(scaling, [*cols, "not_identical", "disjoint"],
+                               ("subset", "arch", "k", "sub_size", "sub_seed"))
+        pd.testing.assert_frame_equal(reader.scaling(gold).drop(columns="gold_share"),
+                                      A.scaling_table(per_seed, gold), check_dtype=False)
+        main["plan_matched"] = main["plan_matched"].map(lambda m: json.loads(m) if m else None)
+        per_run = A.run_means(A.trajectory_columns(main, gold), list(A.TRAJECTORY_MEASURES.values()))
+        expected = A.trajectory(per_run, A.planner_jaccard(main))
+        pd.testing.assert_frame_equal(reader.trajectory(gold), expected, check_dtype=False)
+
+
+def test_reading_needs_neither_registry_nor_model(study_url: str) -> None:
+    """In a fresh interpreter: every read method works and faiss, torch and the registry loader stay unloaded."""
+    code = f"""
+import sys
+from core.report import build_report
+from core.results import ResultsReader
+
+def read_everything():
+    r = ResultsReader({study_url!r})
+    build_report(r, "api_list"); build_report(r, "relevant")
+    r.per_query("G1_instruction"); r.query_detail("G1_instruction", 100); r.stub_cosines()
+    r.brand_name_losses(); r.decomposition_wins(); r.runs(); r.status()
+
+read_everything()
+heavy = [m for m in ("faiss", "torch", "sentence_transformers", "core.lab", "core.discovery") if m in sys.modules]
+import core.lab
+def boom(*a, **k): raise AssertionError("the read API touched the registry or the model")
+for name in ("registry_for", "queries_for", "build_retriever", "load_encoder"):
+    setattr(core.lab, name, boom)
+read_everything()
+assert core.lab._registry.cache_info().currsize == 0 and core.lab.load_encoder is boom
+print(",".join(heavy) or "none")
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "none"
+
+
+def test_repeated_reads_are_fast(study_url: str) -> None:
+    reader = ResultsReader(study_url)
+    calls = [reader.main_table, reader.per_query, reader.ksweep, reader.scaling, reader.stub_stats, reader.trajectory,
+             reader.cost, reader.divergence, reader.stub_cosines, reader.win_counts]
+    for call in calls:
+        call()
+    for call in calls:
+        start = time.perf_counter()
+        call()
+        assert time.perf_counter() - start < 0.2, call.__name__
+
+
+def test_returned_frames_are_copies(study_url: str) -> None:
+    reader = ResultsReader(study_url)
+    table = reader.main_table()
+    table.loc[0, "rtp_mean"] = 123.0
+    assert reader.main_table().loc[0, "rtp_mean"] != 123.0
+
+
+def test_build_report_has_both_sides_and_is_strict_json(study_url: str) -> None:
+    report = build_report(ResultsReader(study_url), "api_list")
+    assert set(report["sections"]) == SECTIONS
+    assert report["sections"]["main"]["paper"] and report["sections"]["main"]["ours"]
+    assert report["setup"]["backend_label"] == "fake fake-llm-1" and report["setup"]["runs"] == 2
+    assert "pass-rate proxy" in report["pass_rate_note"] and "api_list" in report["gold_note"]
+    json.dumps(report, allow_nan=False)
+    text = render_text(report)
+    for title in ("Main comparison", "k sweep", "Registry scaling", "Planner trajectory", "Stubs", "Tokens per query"):
+        assert title in text
+    assert "paper:" in text and "skipped: G1_instruction size 4" in text
+    assert "relevant" in build_report(ResultsReader(study_url), "relevant")["gold_note"]
+    with pytest.raises(ValueError):
+        build_report(ResultsReader(study_url), "both")
+
+
+def test_paper_main_rows_keep_the_judged_pass_rate_apart() -> None:
+    from core.report import paper_main
+
+    rows = paper_main(load_paper())
+    g1 = {r["metric"]: r for r in rows if r["subset"] == "G1_instruction"}
+    assert g1["recall"]["rtp_mean"] == 0.372 and g1["recall"]["ptr_std"] == 0.01
+    assert "pass_rate" in g1 and "pass_rate_proxy" not in g1
+
+
+def test_report_cli(study_url: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = cli("report", "--json", "--db", study_url)  # one real process: the entry point as users run it
+    assert out.returncode == 0, out.stderr
+    assert set(json.loads(out.stdout)["sections"]) == SECTIONS
+    assert main(["report", "--gold", "relevant", "--db", study_url]) == 0
+    assert "gold = relevant" in capsys.readouterr().out
+    assert main(["report", "--db", f"sqlite:///{tmp_path / 'none.sqlite'}"]) == 1
+    assert "bench all" in capsys.readouterr().err
+
+
+def test_bench_rejects_unknown_subsets(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "main", "--subsets", "G9_nothing"])
+    assert exit_info.value.code == 2 and "G9_nothing" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_all_then_report_through_the_cli(tiny_env: dict[str, str], capsys: pytest.CaptureFixture) -> None:
+    args = ["bench", "all", "--registry", "documented", "--subsets", "G1_instruction,G2_instruction", "--runs", "2",
+            "--ks", "1,3", "--sizes", "5,full", "--seeds", "2", "--no-progress", "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["main"]["runs"] == 8 and summary["ksweep"]["runs"] == 2 * (2 + 2 * 2)
+    assert summary["scaling"]["runs"] == 2 * 2 * 3  # subsets x archs x (2 seeds at size 5 + full once)
+    assert main([*args, "--resume"]) == 0  # everything finished: nothing is redone
+    again = json.loads(capsys.readouterr().out)
+    assert again["main"]["runs"] == again["ksweep"]["runs"] == again["scaling"]["runs"] == 0
+    assert main(["report", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["setup"]["backend_label"] == "offline heuristic, not an LLM"
+    recall_tests = {r["test"] for r in data["sections"]["main"]["ours"] if r["metric"] == "recall"}
+    assert recall_tests == {"n/a (no variance across runs)"}  # the offline heuristic gives identical runs

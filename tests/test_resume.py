@@ -1,0 +1,97 @@
+"""Kill the runner with SIGKILL mid-run, resume, and find every (run, query) row exactly once."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy import update
+
+from core.experiments import memoised, run_ksweep, run_main, run_scaling
+from core.settings import PROJECT_ROOT
+from core.store import QueryResult, Run, Store
+from tests.test_experiments import fake_agents, make_queries, make_retriever
+
+SCRIPT = """
+import sys
+from core.experiments import memoised, run_main
+from core.store import Store
+from tests.test_experiments import fake_agents, make_queries, make_retriever
+
+url, delay, resume = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"
+run_main(Store(url), memoised(make_retriever()), fake_agents(delay), make_queries(), runs=2, concurrency=2,
+         resume=resume, commit="killed")
+"""
+TOTAL = 12 * 2 * 2  # queries x runs x archs
+
+
+def count_rows(path: Path) -> int:
+    try:
+        with sqlite3.connect(path, timeout=5) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM query_results").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    url = f"sqlite:///{path}"
+    script = tmp_path / "bench.py"
+    script.write_text(SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    proc = subprocess.Popen([sys.executable, str(script), url, "0.15", "0"], cwd=PROJECT_ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while count_rows(path) < 8:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the runner wrote nothing in 60 s"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL
+    partial = count_rows(path)
+    assert 8 <= partial < TOTAL, "the kill must land mid-run"
+
+    store = Store(url)
+    assert any(r.status == "running" for r in store.runs())  # the killed runs never finished
+    factory = fake_agents()
+    run_main(store, memoised(make_retriever()), factory, make_queries(), runs=2, concurrency=2, resume=True,
+             commit="killed")
+    runs = store.runs()
+    assert len(runs) == 8 and all(r.status == "complete" for r in runs)  # continued, not restarted
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM query_results").fetchone()[0] == TOTAL
+        dupes = conn.execute("SELECT run_id, query_uid FROM query_results GROUP BY run_id, query_uid "
+                             "HAVING COUNT(*) > 1").fetchall()
+        per_run = conn.execute("SELECT run_id, COUNT(*) FROM query_results GROUP BY run_id").fetchall()
+    assert dupes == [] and sorted(n for _, n in per_run) == [6] * 8
+    redone = sum(a.planner.calls for a in factory.made.values())
+    assert redone == TOTAL - partial  # only what the killed process had not committed
+
+
+def test_interrupted_ksweep_and_scaling_runs_resume_without_duplicates(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    retriever = memoised(make_retriever())
+    queries = make_queries()
+    run_main(store, retriever, fake_agents(), queries, runs=2, concurrency=2, commit="x")
+    run_ksweep(store, retriever, queries, ks=(1, 5), commit="x")
+    run_scaling(store, retriever, queries, sizes=(8, None), seeds=2, commit="x")
+    before = {r.id: store.count_results(r.id) for r in store.runs()}
+    victims = [next(r for r in store.runs(kind=kind, status="complete")) for kind in ("ksweep", "scaling")]
+    with store.session.begin() as s:  # as if killed between two committed chunks
+        for victim in victims:
+            ids = list(s.scalars(QueryResult.__table__.select().with_only_columns(QueryResult.id)
+                                 .where(QueryResult.run_id == victim.id)))
+            s.execute(QueryResult.__table__.delete().where(QueryResult.id.in_(ids[:3])))
+            s.execute(update(Run).where(Run.id == victim.id).values(status="running", finished_at=None))
+    run_ksweep(store, retriever, queries, ks=(1, 5), resume=True, commit="x")
+    run_scaling(store, retriever, queries, sizes=(8, None), seeds=2, resume=True, commit="x")
+    after = {r.id: store.count_results(r.id) for r in store.runs()}
+    assert after == before
+    assert all(r.status in ("complete", "skipped") for r in store.runs())
