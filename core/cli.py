@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from core.bench_cli import register as register_bench
 from core.discovery import QueryError, clean_query
 from core.settings import BACKENDS, REGISTRIES, DataNotFoundError, Settings, redact
 from core.toolbench import SUBSETS
@@ -175,12 +176,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     add_common(p)
     handlers["perf"] = cmd_perf
 
-    try:
-        from core.bench_cli import register
-    except ImportError:
-        register = None
-    if register is not None:
-        register(sub, handlers)
+    register_bench(sub, handlers)
     return parser, handlers
 
 

@@ -123,27 +123,13 @@ def memoised(retriever: Retriever) -> Retriever:
 
 
 def agents_factory(settings: Settings, retriever: Retriever, use_cache: bool = True) -> AgentsFactory:
-    """Run index -> Agents for the configured backend; LLM calls of run r > 0 are cached under their own key."""
-    from core.inspect import Agents, make_agents
+    """Run index -> Agents for the configured backend (see make_agents for how runs are cached apart)."""
+    from core.inspect import make_agents
 
     if settings.llm_backend == "offline":
-        agents = make_agents(settings, retriever, use_cache)
+        agents = make_agents(settings, retriever, use_cache)  # deterministic: one instance serves every run
         return lambda run_index: agents
-    from core.llm import CachedClient, CallCache, make_client
-    from core.planner import LLMPlanner
-    from core.prompts import DISCOVERY_VERSION, PLANNER_VERSION
-    from core.stubs import LLMStubWriter
-
-    client = make_client(settings)
-    cache = CallCache(settings.cache_dir / "llm_calls.sqlite") if use_cache else None
-
-    def build(run_index: int) -> Agents:
-        tag = f"+run{run_index}" if run_index else ""
-        return Agents(LLMStubWriter(CachedClient(client, cache, DISCOVERY_VERSION + tag, enabled=use_cache)),
-                      LLMPlanner(CachedClient(client, cache, PLANNER_VERSION + tag, enabled=use_cache),
-                                 retriever.registry.get))
-
-    return build
+    return lambda run_index: make_agents(settings, retriever, use_cache, run_index)
 
 
 def backend_label(backend: str, model: str) -> str:

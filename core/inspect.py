@@ -22,14 +22,20 @@ class Agents:
     planner: OfflinePlanner | LLMPlanner
 
 
-def make_agents(settings: Settings, retriever: Retriever, use_cache: bool = True) -> Agents:
-    """Offline heuristic when LLM_BACKEND is offline; else the configured client behind the call cache."""
+def make_agents(settings: Settings, retriever: Retriever, use_cache: bool = True, run_index: int = 0) -> Agents:
+    """Offline heuristic when LLM_BACKEND is offline; else the configured client behind the call cache.
+
+    Repeated benchmark runs (run_index > 0) key their cached calls apart, so each run gets its own
+    LLM answers and a resumed run replays them; run 0 shares the Inspector's cache.
+    """
     client = make_client(settings)
     if client is None:
         return Agents(OfflineStubWriter(), OfflinePlanner(retriever))
     cache = CallCache(settings.cache_dir / "llm_calls.sqlite") if use_cache else None
-    return Agents(LLMStubWriter(CachedClient(client, cache, DISCOVERY_VERSION, enabled=use_cache)),
-                  LLMPlanner(CachedClient(client, cache, PLANNER_VERSION, enabled=use_cache), retriever.registry.get))
+    tag = f"+run{run_index}" if run_index else ""
+    return Agents(LLMStubWriter(CachedClient(client, cache, DISCOVERY_VERSION + tag, enabled=use_cache)),
+                  LLMPlanner(CachedClient(client, cache, PLANNER_VERSION + tag, enabled=use_cache),
+                             retriever.registry.get))
 
 
 def discovery_json(discovery: Discovery, plan: Plan | None, gold: Collection[ApiKey] | None) -> dict:

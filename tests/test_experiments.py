@@ -365,7 +365,7 @@ class CountingClient:
 
 def test_llm_runs_after_the_first_get_their_own_cache_entries(tmp_path: Path, monkeypatch) -> None:
     client = CountingClient()
-    monkeypatch.setattr("core.llm.make_client", lambda settings: client)
+    monkeypatch.setattr("core.inspect.make_client", lambda settings: client)
     settings = Settings.from_env(env={"LLM_BACKEND": "openai", "OPENAI_BASE_URL": "http://127.0.0.1:9",
                                       "LLM_MODEL": "fake-model", "CACHE_DIR": str(tmp_path / "cache")})
     build = agents_factory(settings, make_retriever(), use_cache=True)
