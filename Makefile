@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test index bench perf clean-cache
+.PHONY: setup run test index bench results perf clean-cache
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,14 @@ index: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m core bench all
+
+# Regenerate the committed results (offline backend, full registry); see README for timings.
+results: $(STAMP)
+	rm -f data/results.sqlite data/results.sqlite-wal data/results.sqlite-shm
+	$(PY) -m core bench main --subsets all
+	$(PY) -m core bench ksweep --subsets all
+	$(PY) -m core bench scaling --subsets G1_instruction,G2_instruction
+	$(PY) -m core pack
 
 perf: $(STAMP)
 	$(PY) -m core perf --json

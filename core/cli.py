@@ -138,6 +138,14 @@ def cmd_perf(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_pack(args: argparse.Namespace, settings: Settings) -> int:
+    from core.store import pack
+
+    target = pack(args.db or settings.results_url)
+    print(f"packed {target} ({target.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     parser = argparse.ArgumentParser(
         prog="python -m core",
@@ -175,6 +183,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p.add_argument("--queries", type=int, default=100, help="queries for latency and batch tests")
     add_common(p)
     handlers["perf"] = cmd_perf
+
+    p = sub.add_parser("pack", help="VACUUM and gzip the results database into its committed form",
+                       description="Write data/results.sqlite.gz (the committed, gzipped results); the app and "
+                                   "report unpack it on first use when data/results.sqlite is missing.")
+    p.add_argument("--db", help="results database URL (default: DATABASE_URL, else data/results.sqlite)")
+    handlers["pack"] = cmd_pack
 
     register_bench(sub, handlers)
     return parser, handlers

@@ -78,7 +78,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from core import analysis
-from core.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, SchemaMismatch, check_schema, make_engine, sqlite_path
+from core.store import (SCHEMA_VERSION, QueryResult, Run, SchemaInfo, SchemaMismatch, check_schema, make_engine,
+                        sqlite_path, unpack_if_packed)
 
 SETUP_FIELDS = ("registry_hash", "embedding_model", "llm_backend", "llm_model", "discovery_prompt_version",
                 "planner_prompt_version")
@@ -166,7 +167,7 @@ class ResultsReader:
     def _connect(self) -> Engine | None:
         """The engine, or None when the database file does not exist (never created by reading)."""
         path = sqlite_path(self.url)
-        if path is not None and not path.exists():
+        if path is not None and not path.exists() and not unpack_if_packed(self.url):
             return None
         if self._engine is None:
             self._engine = make_engine(self.url, writer=False)

@@ -11,7 +11,11 @@ a resumed run unable to duplicate a row.
 """
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import shutil
+import sqlite3
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
@@ -198,6 +202,43 @@ def sqlite_path(url: str) -> Path | None:
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return None
     return Path(parsed.database)
+
+
+def packed_path(path: Path) -> Path:
+    return path.with_name(path.name + ".gz")
+
+
+def unpack_if_packed(url: str) -> bool:
+    """Unpack `<db>.gz` (the committed, gzipped results) when the SQLite file itself is missing.
+
+    The precomputed database is committed gzipped (its JSON columns shrink about 6x); it is unpacked
+    once, atomically, on first open, so a fresh clone's pages read it at once. True if unpacked.
+    """
+    path = sqlite_path(url)
+    if path is None or path.exists() or not packed_path(path).exists():
+        return False
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with gzip.open(packed_path(path), "rb") as src, open(tmp, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    os.replace(tmp, path)
+    return True
+
+
+def pack(url: str) -> Path:
+    """Checkpoint and VACUUM the SQLite results, then gzip them beside the file (no timestamp in the gzip)."""
+    path = sqlite_path(url)
+    if path is None or not path.exists():
+        raise ValueError(f"pack needs an existing SQLite database, not {url!r}")
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode=DELETE")
+    with sqlite3.connect(path) as conn:
+        conn.execute("VACUUM")
+    target = packed_path(path)
+    with open(path, "rb") as src, open(target, "wb") as raw, gzip.GzipFile(
+            filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    return target
 
 
 def make_engine(url: str, *, writer: bool = True) -> Engine:

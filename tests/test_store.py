@@ -155,3 +155,23 @@ def test_reading_while_a_writer_commits_raises_no_lock_error(url: str) -> None:
         thread.join(10)
     assert not errors, errors
     assert reads > 3 and store.count_results(run_id) > 10
+
+
+def test_packed_database_unpacks_on_first_read(url: str) -> None:
+    from core.store import pack, packed_path
+
+    store = Store(url)
+    run_id = store.start_run(spec(), 2, "abc123")
+    store.add_results([result(run_id, 1), result(run_id, 2)])
+    store.finish_run(run_id)
+    store.close()
+    path = sqlite_path(url)
+    packed = pack(url)
+    assert packed == packed_path(path) and packed.stat().st_size > 0
+    assert packed.read_bytes()[4:8] == bytes(4)  # no gzip timestamp in the committed file
+    path.unlink()
+    reader = ResultsReader(url)
+    assert reader.available() and path.exists()
+    assert len(reader.runs()) == 1
+    with pytest.raises(ValueError, match="existing SQLite"):
+        pack(f"sqlite:///{path.parent / 'missing.sqlite'}")
