@@ -14,7 +14,7 @@ import numpy as np
 from core.embedding import Encoder
 from core.index import VectorIndex
 from core.registry import Registry
-from core.toolbench import ApiKey
+from core.toolbench import ApiKey, display_name
 
 MAX_QUERY_CHARS = 100_000
 STUB_TEXT_MODES = ("name_reasoning", "name")
@@ -48,7 +48,7 @@ class Hit:
 
     @property
     def display_name(self) -> str:
-        return f"{self.tool_name.strip()}/{self.api_name.strip()}"
+        return display_name(self.tool_name, self.api_name)
 
     def to_json(self) -> dict:
         out = {"rank": self.rank, "tool_name": self.tool_name, "api_name": self.api_name,

@@ -83,11 +83,6 @@ DISCOVERY_VERSION = _version(DISCOVERY_TEMPLATE, DISCOVERY_SCHEMA)
 PLANNER_VERSION = _version(PLANNER_TEMPLATE, PLANNER_SCHEMA)
 
 
-def display_name(tool: str, api: str) -> str:
-    """The name shown in prompts and screens; raw names (leading spaces and all) are kept elsewhere."""
-    return f"{tool.strip()}/{api.strip()}"
-
-
 def _short(description: str) -> str:
     text = " ".join(description.split())
     if not text:

@@ -17,6 +17,11 @@ SUBSETS = ("G1_instruction", "G1_category", "G1_tool", "G2_instruction", "G2_cat
 PAPER_SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
 
 
+def display_name(tool: str, api: str) -> str:
+    """The name shown in prompts and screens; raw names (leading spaces and all) are kept elsewhere."""
+    return f"{tool.strip()}/{api.strip()}"
+
+
 @dataclass(frozen=True)
 class Api:
     tool_name: str
@@ -31,7 +36,7 @@ class Api:
 
     @property
     def display_name(self) -> str:
-        return f"{self.tool_name.strip()}/{self.api_name.strip()}"
+        return display_name(self.tool_name, self.api_name)
 
     @property
     def document(self) -> str:

@@ -99,20 +99,25 @@ TINY_QUERIES = (
 )
 
 
-def write_tiny_data(folder: Path) -> Path:
-    """A compact-format data directory (registry + queries) small enough for the real model."""
+def write_compact_data(folder: Path, apis: Sequence[Api], query_rows: Sequence[dict]) -> Path:
+    """A compact-format data directory (registry.jsonl.gz + queries.jsonl.gz) the tests make themselves."""
     import gzip
     import json
 
     folder.mkdir(parents=True, exist_ok=True)
     with gzip.open(folder / "registry.jsonl.gz", "wt", encoding="utf-8") as fh:
-        for api in SMALL_APIS:
+        for api in apis:
             fh.write(json.dumps({"category": api.category, "tool_name": api.tool_name, "api_name": api.api_name,
                                  "description": api.description}) + "\n")
     with gzip.open(folder / "queries.jsonl.gz", "wt", encoding="utf-8") as fh:
-        for row in TINY_QUERIES:
+        for row in query_rows:
             fh.write(json.dumps(row) + "\n")
     return folder
+
+
+def write_tiny_data(folder: Path) -> Path:
+    """Tiny data small enough for the real model."""
+    return write_compact_data(folder, SMALL_APIS, TINY_QUERIES)
 
 
 @pytest.fixture

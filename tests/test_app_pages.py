@@ -6,8 +6,6 @@ agents), so pages render real reader output in a second. The browser test reuses
 """
 from __future__ import annotations
 
-import gzip
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +24,7 @@ from core.settings import Settings
 from core.store import Store
 from core.stubs import LLMStubWriter
 from core.toolbench import Api, Query
-from tests.conftest import SMALL_APIS, FakeEncoder
+from tests.conftest import SMALL_APIS, FakeEncoder, write_compact_data
 from ui.widgets import GOLD_BADGE
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
@@ -47,16 +45,9 @@ MAIN_K = 3
 
 
 def write_data(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    with gzip.open(folder / "registry.jsonl.gz", "wt", encoding="utf-8") as fh:
-        for a in APIS:
-            fh.write(json.dumps({"tool_name": a.tool_name, "api_name": a.api_name, "category": a.category,
-                                 "description": a.description}) + "\n")
-    with gzip.open(folder / "queries.jsonl.gz", "wt", encoding="utf-8") as fh:
-        for q in QUERIES:
-            fh.write(json.dumps({"subset": q.subset, "group": q.group, "query_id": q.query_id, "query": q.query,
-                                 "relevant_apis": q.relevant_apis, "api_list": q.api_list}) + "\n")
-    return folder
+    return write_compact_data(folder, APIS, [
+        {"subset": q.subset, "group": q.group, "query_id": q.query_id, "query": q.query,
+         "relevant_apis": q.relevant_apis, "api_list": q.api_list} for q in QUERIES])
 
 
 def build_app_env(folder: Path) -> dict[str, str]:

@@ -11,8 +11,9 @@ from google.genai import types
 from core import prompts
 from core.prompts import (
     DISCOVERY_SCHEMA, DISCOVERY_VERSION, PLANNER_SCHEMA, PLANNER_VERSION, discovery_prompt,
-    display_name, planner_prompt, validate_plan, validate_stubs,
+    planner_prompt, validate_plan, validate_stubs,
 )
+from core.toolbench import display_name
 
 
 def test_discovery_prompt_holds_the_query_and_the_stub_shape_only() -> None:
