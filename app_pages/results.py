@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core import analysis
 from ui import figures, paper, tables
 from ui.safe import md
 from ui.state import current_settings, db_figure
@@ -41,8 +42,14 @@ with tab_main:
     main = safe_read(settings, "main_table", gold=gold, backend=backend)
     if main is not None:
         st.dataframe(tables.main_table_styler(main), hide_index=True, width="stretch")
-        st.caption("Mean ± std over runs; the better side in bold; p-values from the test named (paired over queries).")
+        st.caption("Mean ± std over runs; the better side in bold; p-values from the test named, over runs.")
         download_buttons(main, f"main_table_{gold}")
+        paired = safe_read(settings, "paired_tests", gold=gold, k=int(setup["k"]), backend=backend)
+        if paired is not None:
+            st.markdown("**Paired over queries** — meaningful even when runs do not vary (a deterministic backend)")
+            st.dataframe(paired, hide_index=True, width="stretch")
+            st.caption(analysis.PAIRED_TESTS + "; p = NaN when every pair is identical.")
+            download_buttons(paired, f"paired_tests_{gold}")
         metric = st.radio("Chart metric", sorted(main["metric"].unique(), key=tables.metric_rank), horizontal=True,
                           key="res_metric")
         chart, side = st.columns([3, 2])

@@ -437,3 +437,35 @@ def brand_name_losses(pq_relevant: pd.DataFrame) -> pd.DataFrame:
 def decomposition_wins(pq: pd.DataFrame, n_stubs: pd.Series) -> pd.DataFrame:
     """Queries where PtR's recall beats RtP's and PtR wrote at least two stubs (n_stubs indexed like pq)."""
     return pq[(pq["recall_diff"] > EPS) & (n_stubs >= 2)]
+
+
+PAIRED_TESTS = "Wilcoxon signed-rank and paired t over per-query values (RtP vs PtR, each query's mean over runs)"
+
+
+def paired_tests(pq: pd.DataFrame) -> pd.DataFrame:
+    """Per subset and metric: paired tests of RtP vs PtR over queries.
+
+    The run-level tests above say nothing for a deterministic backend (identical runs); these
+    compare the two architectures query by query, which is meaningful for any backend. Queries
+    with an undefined value on either side are dropped; identical pairs give p = NaN.
+    """
+    from scipy import stats as sps
+
+    rows = []
+    for subset, group in pq.groupby("subset", sort=True):
+        for metric in ("recall", "precision"):
+            pairs = group[[f"rtp_{metric}", f"ptr_{metric}"]].astype(float).dropna()
+            rtp, ptr = pairs.iloc[:, 0].to_numpy(), pairs.iloc[:, 1].to_numpy()
+            diff = ptr - rtp
+            t_p = w_p = math.nan
+            if len(diff) >= 2 and np.any(np.abs(diff) > EPS):
+                t_p = float(sps.ttest_rel(ptr, rtp).pvalue)
+                w_p = float(sps.wilcoxon(ptr, rtp, zero_method="wilcox").pvalue)
+            rows.append({"subset": subset, "metric": metric, "n": len(diff),
+                         "rtp_mean": float(rtp.mean()) if len(rtp) else math.nan,
+                         "ptr_mean": float(ptr.mean()) if len(ptr) else math.nan,
+                         "mean_diff": float(diff.mean()) if len(diff) else math.nan,
+                         "wilcoxon_p": w_p, "paired_t_p": t_p,
+                         "better": better(float(rtp.mean()), float(ptr.mean())) if len(diff) else "tie"})
+    return pd.DataFrame(rows, columns=["subset", "metric", "n", "rtp_mean", "ptr_mean", "mean_diff", "wilcoxon_p",
+                                       "paired_t_p", "better"])

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from core.analysis import PASS_RATE_DEFINITION, PASS_RATE_LABEL
+from core.analysis import PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL
 from core.results import ResultsReader
 from core.settings import PROJECT_ROOT
 
@@ -86,6 +86,9 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
                  "note": "p: one-sample t of PtR run means vs deterministic RtP (recall, precision), two-sample t "
                          "over run means (pass-rate proxy); n/a when runs do not vary. Paper pass rate is "
                          "ToolBench's LLM-judged one; ours is the " + PASS_RATE_DEFINITION},
+        "paired": {"title": "Paired per-query tests (RtP vs PtR)", "ours": records(reader.paired_tests(gold,
+                                                                                                  backend=backend)),
+                   "paper": None, "note": PAIRED_TESTS + "; the paper reports run-level tests only."},
         "wins": {"title": "Per-query outcomes (recall, means over runs)",
                  "ours": records(reader.win_counts(gold, backend)), "paper": paper.get("per_query_wins_k5")},
         "ksweep": {"title": "k sweep", "ours": records(reader.ksweep(gold, backend)), "paper": paper.get("k_ablation")},
@@ -153,7 +156,7 @@ def render_text(report: dict[str, Any]) -> str:
               "  paper (Gemini 2.5 Flash, gte-base):",
               _table(main["paper"], ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean", "ptr_std", "p_value"]),
               f"  {main['note']}", ""]
-    for name in ("wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "cost"):
+    for name in ("paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "cost"):
         section = sections[name]
         lines += [f"== {section['title']}", _table(section["ours"])]
         if section.get("notes"):

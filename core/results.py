@@ -381,6 +381,10 @@ class ResultsReader:
         pq["stub_fallback"] = ptr0["stub_fallback"].reindex(idx).tolist()
         return pq[PER_QUERY_COLUMNS].reset_index(drop=True)
 
+    def paired_tests(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> pd.DataFrame:
+        """Paired per-query tests of RtP vs PtR per subset (see analysis.paired_tests)."""
+        return analysis.paired_tests(self.per_query(None, gold, k, backend))
+
     def query_detail(self, subset: str, query_id: int, k: int = 5, backend: str | None = None) -> dict | None:
         if k == self._main_k(backend):
             runs = self._selected("main", backend)

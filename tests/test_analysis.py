@@ -216,3 +216,25 @@ def test_brand_name_losses_and_decomposition_wins() -> None:
                 for i, (r, p) in enumerate([(1.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.2, 0.6)])])
     assert A.brand_name_losses(pq)["query_id"].tolist() == [0]
     assert A.decomposition_wins(pq, pd.Series([1, 1, 1, 2]))["query_id"].tolist() == [3]
+
+
+def test_paired_tests_match_scipy_and_handle_identical_pairs() -> None:
+    from scipy import stats as sps
+
+    from core.analysis import paired_tests
+
+    rtp = [0.5, 0.0, 1.0, 0.2, 0.4, 0.1]
+    ptr = [0.7, 0.3, 0.9, 0.6, 0.5, 0.4]
+    pq = pd.DataFrame({"subset": ["G2"] * 6 + ["G1"] * 2,
+                       "rtp_recall": rtp + [0.5, None], "ptr_recall": ptr + [0.5, 0.2],
+                       "rtp_precision": [0.2] * 8, "ptr_precision": [0.2] * 8})
+    table = paired_tests(pq).set_index(["subset", "metric"])
+    g2 = table.loc[("G2", "recall")]
+    assert g2["n"] == 6 and g2["better"] == "ptr"
+    assert g2["mean_diff"] == pytest.approx(sum(p - r for p, r in zip(ptr, rtp)) / 6)
+    assert g2["paired_t_p"] == pytest.approx(sps.ttest_rel(ptr, rtp).pvalue)
+    assert g2["wilcoxon_p"] == pytest.approx(sps.wilcoxon(ptr, rtp).pvalue)
+    g1 = table.loc[("G1", "recall")]
+    assert g1["n"] == 1 and math.isnan(g1["paired_t_p"])  # the pair with an undefined recall is dropped
+    same = table.loc[("G2", "precision")]
+    assert math.isnan(same["wilcoxon_p"]) and same["better"] == "tie"  # identical pairs: no test, no winner
