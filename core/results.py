@@ -242,14 +242,17 @@ class ResultsReader:
     def _selected(self, kind: str, backend: str | None = None) -> pd.DataFrame:
         """The latest complete runs of `kind` in the chosen setup, one per configuration."""
         runs = self._runs_frame()
-        key = ("selected", kind, backend)
+        return self._cached(("selected", kind, backend), lambda: self._select(runs, kind, backend))
+
+    def _cached(self, key: tuple, compute) -> Any:
+        """The value under key, computed once (the cache is cleared when the complete runs change)."""
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
-        chosen = self._select(runs, kind, backend)
+        value = compute()
         with self._lock:
-            self._cache[key] = chosen
-        return chosen
+            self._cache[key] = value
+        return value
 
     @staticmethod
     def _select(runs: pd.DataFrame, kind: str, backend: str | None) -> pd.DataFrame:
@@ -275,10 +278,9 @@ class ResultsReader:
         """Per-query rows (failed rows left out) of these runs, only `columns`, joined with the run keys
         kind, arch, run_index, sub_size, sub_seed; `stubs` JSON is flattened (see _stub_columns)."""
         ids = tuple(runs["id"].tolist())
-        key = ("rows", ids, tuple(columns))
-        with self._lock:
-            if key in self._cache:
-                return self._cache[key]
+        return self._cached(("rows", ids, tuple(columns)), lambda: self._load_rows(runs, ids, columns))
+
+    def _load_rows(self, runs: pd.DataFrame, ids: tuple, columns: Sequence[str]) -> pd.DataFrame:
         engine = self._connect()
         data: list = []
         if engine is not None and ids:
@@ -301,8 +303,6 @@ class ResultsReader:
         frame = frame.merge(meta, on="run_id", how="left")
         if "stubs" in columns:
             frame = frame.drop(columns=["stubs"]).assign(**_stub_columns(frame["stubs"].tolist()))
-        with self._lock:
-            self._cache[key] = frame
         return frame
 
     def _per_run(self, runs: pd.DataFrame, gold: str | None = None) -> pd.DataFrame:
@@ -310,11 +310,10 @@ class ResultsReader:
         analysis.run_means: subset, arch, k, run_index, sub_size, sub_seed, the RUN_MEANS columns (and
         with `gold`, the trajectory_means columns), n."""
         ids = tuple(runs["id"].tolist())
-        key = ("per_run", ids, gold)
+        return self._cached(("per_run", ids, gold), lambda: self._load_per_run(runs, ids, gold))
+
+    def _load_per_run(self, runs: pd.DataFrame, ids: tuple, gold: str | None) -> pd.DataFrame:
         means = {**RUN_MEANS, **(trajectory_means(gold) if gold else {})}
-        with self._lock:
-            if key in self._cache:
-                return self._cache[key]
         engine = self._connect()
         data: list = []
         if engine is not None and ids:
@@ -327,10 +326,7 @@ class ResultsReader:
         for name in means:
             frame[name] = frame[name].astype(float)
         meta = runs[["id", "subset", "arch", "k", "run_index", "sub_size", "sub_seed"]].rename(columns={"id": "run_id"})
-        frame = meta.merge(frame, on="run_id", how="inner")
-        with self._lock:
-            self._cache[key] = frame
-        return frame
+        return meta.merge(frame, on="run_id", how="inner")
 
     def _main(self, backend: str | None, columns: Sequence[str]) -> pd.DataFrame:
         return self._rows(self._selected("main", backend), columns)
@@ -338,12 +334,7 @@ class ResultsReader:
     def _memo(self, key: tuple, compute) -> Any:
         """A table computed once per set of complete runs; callers get a copy they may modify."""
         self._runs_frame()  # clears the cache when the complete runs changed
-        with self._lock:
-            hit = self._cache.get(key)
-        if hit is None:
-            hit = compute()
-            with self._lock:
-                self._cache[key] = hit
+        hit = self._cached(key, compute)
         return hit.copy() if isinstance(hit, pd.DataFrame) else dict(hit)
 
     # ------------------------------------------------------------ tables
