@@ -116,9 +116,6 @@ class Retriever:
         return [Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, float(s), i + 1, stub)
                 for i, (s, r) in enumerate(zip(scores, rows))]
 
-    def search_vector(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.index.search(vector, k)
-
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self.encoder.encode(list(texts))
 
@@ -128,7 +125,7 @@ def rtp(query: str, k: int, retriever: Retriever, query_vector: np.ndarray | Non
     start = time.perf_counter()
     text = clean_query(query)
     vector = retriever.encode([text])[0] if query_vector is None else query_vector
-    scores, rows = retriever.search_vector(vector, k)
+    scores, rows = retriever.index.search(vector, k)
     hits = retriever.hits_for(scores, rows)
     return Discovery("rtp", k, tuple(hits), search_width=len(hits), latency_s=time.perf_counter() - start)
 

@@ -5,7 +5,7 @@ Metrics live in metrics.py as per-query values; everything that combines queries
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -28,7 +28,3 @@ def summarise(values: Iterable[float | None]) -> Summary:
     mean = math.fsum(vals) / n
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else 0.0
     return Summary(mean, std, n)
-
-
-def mean(values: Sequence[float | None]) -> float:
-    return summarise(values).mean
