@@ -46,11 +46,13 @@ def ptr_batch(stub_lists: Sequence[Sequence[Stub]], ks: Sequence[int], retriever
     for stubs in stub_lists:
         block = range(start, start + len(stubs))
         start += len(stubs)
+        # Each stub's own best (registry row, cosine), before the stubs' lists are merged.
+        top1 = [(int(rows[i, 0]), float(scores[i, 0])) for i in block]
         for k in ks:
             merged, width = merge_stub_hits([(flat[i].name, scores[i, :k], rows[i, :k]) for i in block], k)
             hits = tuple(Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, s, n + 1, stub)
                          for n, (r, s, stub) in enumerate(merged))
-            out[k].append(Discovery("ptr", k, hits, tuple(stubs), width))
+            out[k].append(Discovery("ptr", k, hits, tuple(stubs), width, extra={"stub_top1": top1}))
     return out
 
 

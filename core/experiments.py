@@ -234,19 +234,6 @@ def plan_fields(plan: Plan, query: Query) -> dict[str, Any]:
             "plan_thoughts_tokens": plan.usage.thoughts_tokens, "plan_latency_s": plan.latency_s}
 
 
-def stub_top1(stub_lists: Sequence[Sequence[Stub]], retriever: Retriever) -> list[list[tuple[int, float]]]:
-    """Each stub's own best (registry row, cosine), before PtR merges the stubs' lists; one search for all."""
-    flat = [s.text() for stubs in stub_lists for s in stubs]
-    if not flat:
-        return [[] for _ in stub_lists]
-    scores, rows = retriever.index.batch_search(retriever.encode(flat), 1)
-    out, start = [], 0
-    for stubs in stub_lists:
-        out.append([(int(rows[i, 0]), float(scores[i, 0])) for i in range(start, start + len(stubs))])
-        start += len(stubs)
-    return out
-
-
 def stubs_json(stubs: Sequence[Stub], top1: Sequence[tuple[int, float]] | None, query: Query,
                retriever: Retriever | None, fallback: bool = False) -> list[dict[str, Any]]:
     """Stubs as stored. A fallback stub is the raw query, which the store never holds: it is written as
@@ -435,9 +422,8 @@ def _ptr_retrieve(retriever: Retriever, k: int) -> Callable[[list[tuple[Query, A
         start = time.perf_counter()
         stub_lists = [outcome.stubs for _, outcome in items]
         found = ptr_batch(stub_lists, [k], retriever)[k]
-        top1 = stub_top1(stub_lists, retriever)
         seconds = (time.perf_counter() - start) / len(items)
-        return [(outcome, d, t, seconds) for (_, outcome), d, t in zip(items, found, top1)]
+        return [(outcome, d, d.extra["stub_top1"], seconds) for (_, outcome), d in zip(items, found)]
 
     return retrieve
 

@@ -52,6 +52,9 @@ def test_batch_paths_match_single(small_retriever: Retriever) -> None:
             single = ptr_retrieve(s, k, small_retriever)
             assert per_k[k][i].keys == single.keys
             assert per_k[k][i].search_width == single.search_width
+        for stub, (row, score) in zip(s, per_k[1][i].extra["stub_top1"]):
+            best = rtp(stub.text(), 1, small_retriever).hits[0]  # each stub's own best, before merging
+            assert small_retriever.registry.apis[row].key == best.key and score == pytest.approx(best.score)
 
 
 @pytest.mark.parametrize("bad", ["", "   \n\t", None])
