@@ -99,7 +99,8 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     store = Store(url)
     commit = git_commit()
     progress = not args.no_progress
-    config = {"limit": args.limit, "use_cache": not args.no_cache, "subsets": args.subsets}
+    config = {"limit": args.limit, "use_cache": not args.no_cache, "subsets": args.subsets,
+              "encoder_runtime": info.runtime}
     summary: dict = {"db": store.engine.url.render_as_string(hide_password=True), "registry": info.registry,
                      "registry_size": info.size, "backend": settings.llm_backend, "queries": len(queries)}
     phases: list[tuple[str, Callable[[], list[int]]]] = []

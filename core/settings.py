@@ -14,6 +14,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 REGISTRIES = ("full", "documented")
 BACKENDS = ("offline", "gemini", "openai")
+ENCODER_RUNTIMES = ("auto", "numpy", "torch")
 
 
 class DataNotFoundError(RuntimeError):
@@ -37,6 +38,7 @@ class Settings:
     toolbench_data: str | None = None
     registry: str = "full"
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    encoder_runtime: str = "auto"
     llm_backend: str = "offline"
     llm_model: str = ""
     llm_timeout_s: float = 60.0
@@ -62,12 +64,16 @@ class Settings:
             raise ValueError(f"REGISTRY must be one of {', '.join(REGISTRIES)}, not {registry!r}")
         if backend not in BACKENDS:
             raise ValueError(f"LLM_BACKEND must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        runtime = merged.get("ENCODER_RUNTIME", "auto").strip().lower()
+        if runtime not in ENCODER_RUNTIMES:
+            raise ValueError(f"ENCODER_RUNTIME must be one of {', '.join(ENCODER_RUNTIMES)}, not {runtime!r}")
         default_model = {"gemini": "gemini-2.5-flash", "openai": merged.get("OPENAI_MODEL", ""),
                          "offline": "offline-heuristic"}[backend]
         return cls(
             toolbench_data=merged.get("TOOLBENCH_DATA") or None,
             registry=registry,
             embedding_model=merged.get("EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
+            encoder_runtime=runtime,
             llm_backend=backend,
             llm_model=merged.get("LLM_MODEL", "") or default_model,
             llm_timeout_s=float(merged.get("LLM_TIMEOUT_S", "60")),

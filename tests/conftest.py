@@ -23,6 +23,7 @@ class FakeEncoder:
 
     model_id = "fake-bow-64"
     dim = 64
+    runtime = "fake"
 
     def __init__(self) -> None:
         self.calls = 0

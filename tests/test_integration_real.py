@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from core.discovery import rtp
@@ -34,6 +35,11 @@ def test_real_model_vectors_and_cache(real_setup) -> None:
     settings, retriever, info, _ = real_setup
     assert info.model_id == "sentence-transformers/all-MiniLM-L6-v2" and info.dim == 384
     assert info.size == SUB_REGISTRY_SIZE and not info.from_cache
+    # Queries go through the numpy forward pass; sentence-transformers built the corpus: same vectors.
+    assert info.runtime == "numpy"
+    rows = list(range(0, SUB_REGISTRY_SIZE, 40))
+    again_by_numpy = retriever.encode([retriever.registry.documents[r] for r in rows])
+    assert np.abs(again_by_numpy - retriever.corpus_vectors[rows]).max() < 1e-5
     again, info2 = build_retriever(settings, encoder=retriever.encoder, registry=retriever.registry)
     assert info2.from_cache  # a second start computes nothing
 

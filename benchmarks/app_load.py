@@ -1,0 +1,122 @@
+"""Dashboard load times in a real browser, over the real data and the cached full-registry index.
+
+    .venv/bin/python benchmarks/app_load.py [--runs 3] [--json]
+
+Each run starts a fresh `streamlit run app.py` (new process: nothing in memory, index on disk),
+opens a shared Inspector link with a free-text query as the server's very first request, and
+times: server start -> health, link opened -> RtP and PtR columns rendered ("first load"), then
+warm loads of every page (a sidebar click, then a full browser load of its URL), then a new query typed into the Inspector (an "RtP answer").
+A page counts as loaded when its title is visible and Streamlit's running indicator is gone.
+Needs the embedding cache (`python -m core index`) and Debian's chromium.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+FIRST_QUERY = "I'm planning a trip to London: find hotels, check the currency rate and look up my IP"
+SECOND_QUERY = "Get the current weather forecast for Tokyo"
+# url path -> (sidebar label, page title)
+PAGES = {"overview": ("Overview", "Tool Discovery Lab"), "results": ("Results", "Results"),
+         "examples": ("Examples", "Examples"), "stubs": ("Stubs", "Stubs"), "registry": ("Registry", "Registry"),
+         "inspector": ("Query Inspector", "Query Inspector")}
+TIMEOUT_MS = 120_000
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def settled(page, title: str) -> None:
+    """Title visible, then no script running (Streamlit shows stStatusWidget while a run is in flight)."""
+    page.get_by_role("heading", name=title).first.wait_for(timeout=TIMEOUT_MS)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=TIMEOUT_MS)
+
+
+def one_run() -> dict:
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                             "--server.port", str(port), "--server.address", "127.0.0.1",
+                             "--browser.gatherUsageStats", "false"],
+                            cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        out: dict = {"server_start_s": time.perf_counter() - started}
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            link = f"{url}/inspector?" + urllib.parse.urlencode({"q": FIRST_QUERY, "k": 5})
+            t0 = time.perf_counter()
+            page.goto(link)
+            page.get_by_text("RtP · Retrieve-then-Plan").wait_for(timeout=TIMEOUT_MS)
+            page.get_by_text("PtR · Plan-then-Retrieve").wait_for(timeout=TIMEOUT_MS)
+            settled(page, "Query Inspector")
+            out["first_load_s"] = time.perf_counter() - t0
+            out["first_load_from_process_start_s"] = time.perf_counter() - started
+            clicked, reloaded = {}, {}
+            for name, (label, title) in PAGES.items():  # in-app navigation: a sidebar click
+                t0 = time.perf_counter()
+                page.locator("[data-testid='stSidebarNavLink']", has_text=label).first.click()
+                settled(page, title)
+                clicked[name] = time.perf_counter() - t0
+            for name, (_, title) in PAGES.items():  # a full browser load of the page's URL (new session)
+                t0 = time.perf_counter()
+                page.goto(f"{url}/{name}")
+                settled(page, title)
+                reloaded[name] = time.perf_counter() - t0
+            out["warm_page_s"], out["warm_reload_s"] = clicked, reloaded
+            box = page.get_by_role("textbox", name="Query")
+            box.fill(SECOND_QUERY)
+            t0 = time.perf_counter()
+            box.press("Control+Enter")
+            page.wait_for_function("() => decodeURIComponent(location.search).includes('Tokyo')", timeout=TIMEOUT_MS)
+            settled(page, "Query Inspector")
+            out["inspector_answer_s"] = time.perf_counter() - t0
+            browser.close()
+        return out
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    runs = [one_run() for _ in range(args.runs)]
+    keys = ["server_start_s", "first_load_s", "first_load_from_process_start_s", "inspector_answer_s"]
+    summary = {k: {"median": statistics.median(r[k] for r in runs), "max": max(r[k] for r in runs)} for k in keys}
+    for key in ("warm_page_s", "warm_reload_s"):
+        summary[key] = {name: statistics.median(r[key][name] for r in runs) for name in PAGES}
+    summary["runs"] = runs
+    print(json.dumps(summary, indent=None if args.json else 2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
