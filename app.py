@@ -12,7 +12,7 @@ import streamlit as st
 from core.offline_split import OFFLINE_LABEL
 from core.settings import REGISTRIES, DataNotFoundError
 from ui.safe import md
-from ui.state import base_settings, current_settings, index_job
+from ui.session import base_settings, current_settings, index_job
 from ui.widgets import error, offline_banner
 
 PAGES = [

@@ -8,7 +8,7 @@ from core.lab import queries_for
 from core.settings import DataNotFoundError
 from ui import figures, tables
 from ui.figures import OUTCOME_NAMES
-from ui.state import current_settings
+from ui.session import current_settings
 from ui.widgets import download_buttons, results_ready, safe_read
 
 settings = current_settings()

@@ -15,7 +15,8 @@ from core.lab import queries_for, registry_for
 from core.settings import DataNotFoundError
 from ui.figures import subset_order
 from ui.safe import md, one_line
-from ui.state import available_backends, current_settings, db_read, inspect_live, with_backend
+from ui.session import current_settings
+from ui.state import available_backends, db_read, inspect_live, with_backend
 from ui.view import K_MAX, K_MIN, View, parse_view, with_gold
 from ui.widgets import arch_column, describe, error, index_gate, json_download
 

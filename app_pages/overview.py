@@ -9,7 +9,8 @@ from core.offline_split import OFFLINE_LABEL
 from core.settings import DataNotFoundError
 from ui import figures, paper, tables
 from ui.safe import md
-from ui.state import current_settings, db_figure, index_job
+from ui.session import current_settings, index_job
+from ui.state import db_figure
 from ui.widgets import results_ready, safe_read
 
 settings = current_settings()

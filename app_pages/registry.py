@@ -9,7 +9,8 @@ from core.registry import UNKNOWN_CATEGORY
 from core.settings import DataNotFoundError
 from ui import figures, tables
 from ui.safe import md
-from ui.state import current_settings, inspect_live, map_overlay, registry_frame, registry_map
+from ui.session import current_settings
+from ui.state import inspect_live, map_overlay, registry_frame, registry_map
 from ui.widgets import error, index_gate
 
 SHOWN_ROWS = 500  # a search for "a" would otherwise ship 47k rows to the browser

@@ -10,7 +10,8 @@ import streamlit as st
 from core import analysis
 from ui import figures, paper, tables
 from ui.safe import md
-from ui.state import current_settings, db_figure
+from ui.session import current_settings
+from ui.state import db_figure
 from ui.widgets import download_buttons, results_ready, safe_read
 
 settings = current_settings()

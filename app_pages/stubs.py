@@ -7,7 +7,8 @@ import streamlit as st
 from core.lab import queries_for
 from core.settings import DataNotFoundError
 from ui import figures, paper, tables
-from ui.state import current_settings, db_figure
+from ui.session import current_settings
+from ui.state import db_figure
 from ui.widgets import download_buttons, results_ready, safe_read
 
 settings = current_settings()

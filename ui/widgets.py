@@ -17,7 +17,8 @@ from core.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
 from core.toolbench import Api, ApiKey
 from ui.safe import md
-from ui.state import IndexJob, db_read, index_job
+from ui.session import IndexJob, index_job
+from ui.state import db_read
 from ui.view import ARCH_TITLES, stub_hits, total_latency_s, total_tokens
 
 GOLD_BADGE = ":green-badge[gold]"

@@ -1,0 +1,98 @@
+"""This session's settings and the background index build.
+
+The index is built in a background thread so that no page blocks on it: embedding the full
+registry takes minutes the first time, while the results pages need no index at all.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from core.discovery import Retriever
+from core.lab import IndexInfo, build_retriever
+from core.settings import Settings
+
+
+def base_settings() -> Settings:
+    """Settings from the environment and secrets; raises ValueError for a bad setting (app.py shows it)."""
+    return Settings.from_env()
+
+
+def current_settings() -> Settings:
+    """The environment's settings with the sidebar's registry choice applied."""
+    settings = base_settings()
+    registry = st.session_state.get("registry", settings.registry)
+    return settings if registry == settings.registry else settings.with_(registry=registry)
+
+
+@dataclass
+class IndexJob:
+    """One background build of encoder + embeddings + FAISS index, with progress for the UI."""
+
+    registry: str
+    done: int = 0
+    total: int = 0
+    retriever: Retriever | None = None
+    info: IndexInfo | None = None
+    error: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+    _finished: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def run(self, settings: Settings) -> None:
+        try:
+            self.retriever, self.info = build_retriever(settings, progress=self.progress)
+        except Exception as exc:  # noqa: BLE001 - any failure is shown on the page instead of a dead thread
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._finished.set()
+
+    def progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    @property
+    def ready(self) -> bool:
+        return self.retriever is not None
+
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
+    def wait(self, timeout_s: float) -> bool:
+        return self._finished.wait(timeout_s)
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    @property
+    def status(self) -> str:
+        """One line for status displays."""
+        if self.info is not None:
+            how = "loaded from cache" if self.info.from_cache else "built"
+            return f"{self.info.size:,} APIs · {how} in {self.info.seconds:.1f} s"
+        if self.error:
+            return f"failed: {self.error}"
+        if self.total:
+            return f"embedding {self.done:,} / {self.total:,} APIs ({self.fraction:.0%})"
+        return "loading the embedding model"
+
+
+@st.cache_resource(show_spinner=False, max_entries=4, validate=lambda job: job.error is None)
+def _index_job(model: str, registry: str, data_dir: str, cache_dir: str, _settings: Settings) -> IndexJob:
+    """One job per (model, registry, data, cache); a failed job is dropped so the next visit retries."""
+    job = IndexJob(registry)
+    threading.Thread(target=job.run, args=(_settings,), name=f"index-{registry}", daemon=True).start()
+    return job
+
+
+def index_job(settings: Settings) -> IndexJob:
+    """Start (once) or find the index build for these settings. Raises DataNotFoundError without data."""
+    data_dir = settings.data_dir()
+    return _index_job(settings.embedding_model, settings.registry, str(data_dir), str(settings.cache_dir), settings)
