@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core import analysis
+from core import analysis, router
 from ui import figures, paper, tables
 from ui.safe import md
 from ui.session import current_settings
@@ -36,8 +36,8 @@ right.caption(f"Setup: {md(setup['backend_label'], 60)} · {md(setup['embedding_
               f"gold = **{gold}** · commit {md(str(setup['git_commit'])[:10])}")
 ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
 
-tab_main, tab_k, tab_scale, tab_query, tab_cost, tab_plan, tab_runs = st.tabs(
-    ["Main table", "k sweep", "Scaling", "Per query", "Token cost", "Planner", "Runs"])
+tab_main, tab_k, tab_scale, tab_query, tab_router, tab_cost, tab_plan, tab_runs = st.tabs(
+    ["Main table", "k sweep", "Scaling", "Per query", "Adaptive router", "Token cost", "Planner", "Runs"])
 
 with tab_main:
     main = safe_read(settings, "main_table", gold=gold, backend=backend)
@@ -103,6 +103,27 @@ with tab_query:
         st.dataframe(per_query, hide_index=True, width="stretch")
         download_buttons(per_query, f"per_query_{gold}_k{k}")
 
+with tab_router:
+    k = int(setup["k"])
+    st.markdown("**Beyond the paper.** The paper proposed, but did not test, routing each query by RtP's own top-1 "
+                "cosine: a high score means an API reads like the whole query (RtP's strength), a low one suggests a "
+                "multi-step request (PtR's). Queries routed to RtP skip the discovery call.")
+    rtable = safe_read(settings, "router_table", gold=gold, k=k, backend=backend)
+    fit = safe_read(settings, "router_fit", gold=gold, k=k, backend=backend)
+    curve = safe_read(settings, "router_curve", gold=gold, k=k, backend=backend)
+    if isinstance(rtable, pd.DataFrame) and isinstance(curve, pd.DataFrame) and fit:
+        st.plotly_chart(db_figure(settings, ("router", gold, backend, k), lambda: figures.router_curve(
+            curve, rtable, fit.get("threshold"))), width="stretch")
+        st.dataframe(rtable, hide_index=True, width="stretch")
+        st.caption(md(router.ROUTER_NOTE, 800))
+        st.caption(f"Threshold fitted on all {fit['n']:,} queries: **{fit['threshold']:.3f}** (sends "
+                   f"{fit['share_to_ptr']:.0%} to PtR; in-sample recall {fit['in_sample_recall']:.3f}); per-fold "
+                   f"thresholds {', '.join(f'{t:.3f}' for t in fit['fold_thresholds'])}. Spearman ρ of the top-1 "
+                   f"cosine with PtR − RtP recall: {fit['spearman_rho']:+.3f} (p = {fit['p']:.3g}).")
+        download_buttons(rtable, f"router_{gold}_k{k}")
+    elif rtable is not None:
+        st.info("The router needs stored per-query results of both architectures.")
+
 with tab_cost:
     cost = safe_read(settings, "cost", backend=backend)
     if cost is not None:
@@ -115,7 +136,8 @@ with tab_cost:
         download_buttons(cost, "cost")
         savings = safe_read(settings, "routing_savings", backend=backend)
         if savings:
-            st.markdown("**Routing on RtP's top-1 cosine**")
+            st.markdown("**Routing by subset** (G1 → RtP, G2/G3 → PtR), the paper's estimate of what routing "
+                        "saves; the *Adaptive router* tab routes per query instead")
             st.json(savings)
 
 with tab_plan:

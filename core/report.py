@@ -16,6 +16,7 @@ import pandas as pd
 
 from core.analysis import PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL
 from core.results import ResultsReader
+from core.router import ROUTER_NOTE
 from core.settings import PROJECT_ROOT
 
 PAPER_NAMES = {"G1_instruction": "G1", "G2_instruction": "G2", "G3_instruction": "G3"}
@@ -43,6 +44,8 @@ def _clean(value: Any) -> Any:
         value = value.item()
     if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, float) and math.isinf(value):  # a router threshold: all RtP (-inf) or all PtR (inf)
+        return "inf" if value > 0 else "-inf"
     return value
 
 
@@ -104,6 +107,10 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
         "stubs": {"title": "Stubs", "ours": records(reader.stub_stats(backend)), "paper": paper.get("stubs")},
         "search_width": {"title": "Effective search width (APIs scored before the cut to k)",
                          "ours": records(reader.search_width(backend)), "paper": None},
+        "router": {"title": "Adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated recall)",
+                   "ours": records(reader.router_table(gold, backend=backend)),
+                   "fit": _clean(reader.router_fit(gold, backend=backend)), "paper": None,
+                   "note": ROUTER_NOTE},
         "cost": {"title": "Tokens per query", "ours": records(reader.cost(backend)),
                  "routing": _clean(reader.routing_savings(backend)), "paper": paper.get("cost"),
                  "note": "tokens as reported when each answer was produced (cache replays keep the original "
@@ -156,16 +163,23 @@ def render_text(report: dict[str, Any]) -> str:
               "  paper (Gemini 2.5 Flash, gte-base):",
               _table(main["paper"], ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean", "ptr_std", "p_value"]),
               f"  {main['note']}", ""]
-    for name in ("paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "cost"):
+    for name in ("paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "router",
+                 "cost"):
         section = sections[name]
         lines += [f"== {section['title']}", _table(section["ours"])]
         if section.get("notes"):
             lines += ["  skipped: " + "; ".join(f"{n['subset']} size {n['size']}: {n['note']}" for n in section["notes"])]
         if section.get("note"):
             lines += [f"  {section['note']}"]
+        if section.get("fit"):
+            fit = section["fit"]
+            lines += [f"  threshold on all queries {_fmt(fit['threshold'])} (sends {_fmt(fit['share_to_ptr'])} to PtR; "
+                      f"in-sample recall {_fmt(fit['in_sample_recall'])}); per-fold thresholds "
+                      f"{', '.join(_fmt(t) for t in fit['fold_thresholds'])}; Spearman rho of top-1 cosine with "
+                      f"PtR - RtP recall {_fmt(fit['spearman_rho'])} (p {_fmt(fit['p'])}, n {fit['n']})"]
         if "routing" in section:
             r = section["routing"]
-            lines += [f"  routing {r['routed_to_rtp']} to RtP, {r['routed_to_ptr']} to PtR saves "
+            lines += [f"  routing by subset, {r['routed_to_rtp']} to RtP and {r['routed_to_ptr']} to PtR, saves "
                       f"{_fmt(r['total_tokens'])} of all tokens and {_fmt(r['discovery_overhead'])} of discovery "
                       "tokens (- = no tokens were used, e.g. the offline heuristic)"]
         lines += [_paper_lines(section.get("paper")), ""]

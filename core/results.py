@@ -77,10 +77,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
-from core import analysis
+from core import analysis, router
 from core.store import (SCHEMA_VERSION, QueryResult, Run, SchemaInfo, SchemaMismatch, check_schema, make_engine,
                         sqlite_path, unpack_if_packed)
 
+ROUTER_FOLDS, ROUTER_SEED = 5, 0  # the router's cross-validation: fixed, so every page shows the same split
 SETUP_FIELDS = ("registry_hash", "embedding_model", "llm_backend", "llm_model", "discovery_prompt_version",
                 "planner_prompt_version")
 CONFIG_FIELDS = ("kind", "arch", "subset", "k", "run_index", "sub_size", "sub_seed")
@@ -475,6 +476,39 @@ class ResultsReader:
         k = self._main_k(backend) or 5
         return self._memo(("win_counts", gold, backend),
                           lambda: analysis.win_counts(self.per_query(None, gold, k, backend)))
+
+    # ------------------------------------------------------------ the adaptive router (beyond the paper)
+
+    def _router_cv(self, gold: str, k: int, backend: str | None) -> pd.DataFrame:
+        return self._memo(("router_cv", gold, k, backend), lambda: router.cross_validate(
+            self.per_query(None, gold, k, backend), folds=ROUTER_FOLDS, seed=ROUTER_SEED))
+
+    def router_table(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> pd.DataFrame:
+        """RtP, PtR, the cross-validated top-1-cosine router and the oracle, per subset and overall."""
+        return self._memo(("router_table", gold, k, backend), lambda: router.router_table(
+            self._router_cv(gold, k, backend)))
+
+    def router_curve(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> pd.DataFrame:
+        """Routed recall (all queries) against the threshold; in-sample, for the chart."""
+        def compute() -> pd.DataFrame:
+            pq = self.per_query(None, gold, k, backend).dropna(subset=["rtp_top1"])
+            return router.threshold_curve(pq) if len(pq) else pd.DataFrame(columns=["threshold", "recall",
+                                                                                   "share_to_ptr"])
+        return self._memo(("router_curve", gold, k, backend), compute)
+
+    def router_fit(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> dict:
+        """The threshold fitted on every stored query (what the Inspector applies), the per-fold
+        thresholds behind the cross-validated figures, and how much the top-1 cosine says at all."""
+        def compute() -> dict:
+            pq = self.per_query(None, gold, k, backend).dropna(subset=["rtp_top1", "rtp_recall", "ptr_recall"])
+            if pq.empty:
+                return {}
+            fit = router.fit_threshold(pq)
+            cv = self._router_cv(gold, k, backend)
+            return {"threshold": fit.threshold, "in_sample_recall": fit.recall, "share_to_ptr": fit.share_to_ptr,
+                    "folds": ROUTER_FOLDS, "fold_thresholds": sorted(set(cv["threshold"].round(6).tolist())),
+                    **router.top1_signal(pq)}
+        return self._memo(("router_fit", gold, k, backend), compute)
 
     def search_width(self, backend: str | None = None) -> pd.DataFrame:
         return self._memo(("search_width", backend),

@@ -178,6 +178,8 @@ def test_url_restores_a_stored_benchmark_view_with_gold_marks(app_env) -> None:
     assert any(GOLD_BADGE in label and "Hotels/search hotels" in label for label in labels)
     assert "recall@3" in markdown_everywhere(at)
     assert at.query_params["qid"] == "G1_instruction:1"
+    [verdict] = [t for t in texts(at, "info") if "Adaptive router" in t]
+    assert "this query would go to" in verdict and "stored queries" in verdict
 
 
 def test_recompute_live_runs_the_pipeline(app_env, index_ready) -> None:
@@ -253,12 +255,15 @@ def test_hostile_description_is_shown_as_text(app_env, index_ready) -> None:
 def test_results_page_renders_every_tab_with_downloads(app_env) -> None:
     at = page("app_pages/results.py", state={"gold": "relevant"})
     no_exception(at)
-    assert len(at.tabs) == 7
-    assert len(at.get("plotly_chart")) >= 5
+    assert len(at.tabs) == 8
+    assert len(at.get("plotly_chart")) >= 6
     assert len(at.dataframe) >= 8
     labels = {b.label for b in at.get("download_button")}
     assert labels == {"CSV", "JSON"} and len(at.get("download_button")) >= 16
     assert "gold = **relevant**" in markdown_everywhere(at)
+    router_tables = [d.value for d in at.dataframe if "router_recall" in d.value.columns]
+    assert len(router_tables) == 1 and router_tables[0]["subset"].tolist()[-1] == "all"
+    assert router_tables[0]["n"].iloc[-1] == len(QUERIES)
 
 
 def test_examples_page_filters_and_links_to_the_inspector(app_env) -> None:

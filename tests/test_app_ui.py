@@ -232,3 +232,22 @@ def test_other_figures_build_from_reader_shaped_frames() -> None:
     overlay = pd.DataFrame({"x": [0.5], "y": [0.5], "kind": ["query"], "label": ["q"]})
     fig = figures.embedding_map(background, overlay)
     assert _traces(fig)[1] == "query" and "&lt;i&gt;" in fig.data[0].text[1]
+
+
+def test_router_chart_draws_the_curve_the_fixed_policies_and_the_threshold() -> None:
+    from core import router
+
+    rng = np.random.default_rng(0)
+    top1 = rng.uniform(0.3, 0.9, 60)
+    per_query = pd.DataFrame({"subset": "G1_instruction", "query_id": range(60), "rtp_top1": top1,
+                              "rtp_recall": (top1 >= 0.6).astype(float), "ptr_recall": (top1 < 0.6).astype(float)})
+    table = router.router_table(router.cross_validate(per_query))
+    fit = router.fit_threshold(per_query)
+    fig = figures.router_curve(router.threshold_curve(per_query), table, fit.threshold)
+    names = [t.name for t in fig.data]
+    assert names[:2] == ["routed (in-sample)", "share sent to PtR"]
+    assert any(n.startswith("per-query oracle (1.000)") for n in names) and len(names) == 6
+    assert any("fitted τ" in (a.text or "") for a in fig.layout.annotations)
+    blank = figures.router_curve(pd.DataFrame(columns=["threshold", "recall", "share_to_ptr"]),
+                                 router.router_table(router.cross_validate(per_query.iloc[:0])), None)
+    assert "No per-query results" in blank.layout.annotations[0].text

@@ -272,3 +272,37 @@ def embedding_map(background: pd.DataFrame, overlay: pd.DataFrame | None = None)
     fig.update_xaxes(title="PC 1", zeroline=False)
     fig.update_yaxes(title="PC 2", zeroline=False)
     return _layout(fig, title, 620)
+
+
+def router_curve(curve: pd.DataFrame, table: pd.DataFrame, threshold: float | None) -> go.Figure:
+    """Routed recall over all queries against the threshold, with the fixed policies and the oracle as lines.
+
+    `curve` has ResultsReader.router_curve's columns, `table` router_table's; the curve is in-sample
+    (every threshold scored on every query), the table's router row is cross-validated.
+    """
+    title = "Adaptive router: recall@k of all queries against the top-1 cosine threshold"
+    overall = table[table["subset"] == "all"]
+    if curve.empty or overall.empty:
+        return empty(title, "No per-query results of both architectures stored yet.")
+    row = overall.iloc[0]
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Scatter(x=curve["threshold"], y=curve["recall"], mode="lines", name="routed (in-sample)",
+                             line={"color": "#2ca02c", "width": 3},
+                             hovertemplate="threshold %{x:.3f}<br>recall %{y:.3f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=curve["threshold"], y=curve["share_to_ptr"], mode="lines", name="share sent to PtR",
+                             line={"color": "#7f7f7f", "dash": "dot"},
+                             hovertemplate="threshold %{x:.3f}<br>%{y:.0%} to PtR<extra></extra>"), secondary_y=True)
+    for name, value, color, dash in (("RtP everywhere", row["rtp_recall"], ARCH_COLORS["rtp"], "dash"),
+                                     ("PtR everywhere", row["ptr_recall"], ARCH_COLORS["ptr"], "dash"),
+                                     ("per-query oracle", row["oracle_recall"], "#111111", "dot"),
+                                     ("router, cross-validated", row["router_recall"], "#2ca02c", "dashdot")):
+        fig.add_trace(go.Scatter(x=[curve["threshold"].min(), curve["threshold"].max()], y=[value, value],
+                                 mode="lines", name=f"{name} ({value:.3f})", line={"color": color, "dash": dash},
+                                 hoverinfo="skip"))
+    if threshold is not None and math.isfinite(threshold):
+        fig.add_vline(x=threshold, line={"color": "#2ca02c", "width": 1},
+                      annotation_text=f"fitted τ = {threshold:.3f}", annotation_position="top left")
+    fig.update_xaxes(title_text="RtP top-1 cosine threshold τ (below τ → PtR)")
+    fig.update_yaxes(title_text="mean recall", secondary_y=False)
+    fig.update_yaxes(title_text="share sent to PtR", tickformat=".0%", range=[0, 1], secondary_y=True)
+    return _layout(fig, title, 460)

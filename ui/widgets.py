@@ -189,6 +189,18 @@ def arch_column(arch: str, block: dict | None, lookup: Callable[[ApiKey], Api | 
         error(failure)
 
 
+def router_verdict(top1: float | None, fit: dict | None) -> None:
+    """Where the adaptive router fitted on the stored study would send this query, and why."""
+    if top1 is None or not fit:
+        return
+    tau = float(fit["threshold"])
+    to_ptr = top1 < tau
+    st.info(f"**Adaptive router** (beyond the paper): RtP's top-1 cosine {top1:.3f} {'<' if to_ptr else '≥'} "
+            f"τ = {tau:.3f}, the threshold fitted on {fit['n']:,} stored queries → this query would go to "
+            f"**{'PtR' if to_ptr else 'RtP'}**{'' if to_ptr else ', skipping the discovery call'}. "
+            "Results → Adaptive router shows how well that policy does.", icon=":material/alt_route:")
+
+
 def json_download(obj: dict, name: str) -> None:
     st.download_button("Download this view as JSON", json.dumps(obj, indent=1, ensure_ascii=False).encode(),
                        f"{name}.json", "application/json", icon=":material/download:")
