@@ -30,6 +30,7 @@ results: $(STAMP)
 	rm -f data/results.sqlite data/results.sqlite-wal data/results.sqlite-shm
 	$(PY) -m core bench main --subsets all
 	$(PY) -m core bench ksweep --subsets all
+	$(PY) -m core bench hybrid --subsets all
 	$(PY) -m core bench scaling --subsets G1_instruction,G2_instruction
 	$(PY) -m core pack
 

@@ -18,7 +18,8 @@ from ui.safe import md, one_line
 from ui.session import current_settings
 from ui.state import available_backends, db_read, inspect_live, with_backend
 from ui.view import K_MAX, K_MIN, View, parse_view, with_gold
-from ui.widgets import arch_column, describe, error, index_gate, json_download, router_verdict, safe_read
+from ui.widgets import (arch_column, describe, error, hybrid_section, index_gate, json_download, router_verdict,
+                        safe_read)
 
 MODES = ("Your query", "Benchmark query")
 URL_KEYS = ("q", "qid", "k", "backend")
@@ -146,6 +147,7 @@ else:
 
 with ptr_slot:
     arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
+hybrid_section(result.get("hybrid"), lookup, k)
 if safe_read(settings, "available"):
     router_verdict((result.get("rtp") or {}).get("top1_score"), safe_read(settings, "router_fit", gold=gold_def, k=k))
 

@@ -37,7 +37,7 @@ right.caption(f"Setup: {md(setup['backend_label'], 60)} · {md(setup['embedding_
 ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
 
 tab_main, tab_k, tab_scale, tab_query, tab_router, tab_cost, tab_plan, tab_runs = st.tabs(
-    ["Main table", "k sweep", "Scaling", "Per query", "Adaptive router", "Token cost", "Planner", "Runs"])
+    ["Main table", "k sweep", "Scaling", "Per query", "Beyond the paper", "Token cost", "Planner", "Runs"])
 
 with tab_main:
     main = safe_read(settings, "main_table", gold=gold, backend=backend)
@@ -105,7 +105,18 @@ with tab_query:
 
 with tab_router:
     k = int(setup["k"])
-    st.markdown("**Beyond the paper.** The paper proposed, but did not test, routing each query by RtP's own top-1 "
+    st.markdown("**Hybrid discovery.** PtR's stubs plus the raw query as one more search, merged by PtR's own rule "
+                "(each API keeps its best similarity). It needs no extra LLM call and keeps RtP's whole-query match "
+                "for requests that name one tool.")
+    hybrid = safe_read(settings, "hybrid_table", gold=gold, backend=backend)
+    if isinstance(hybrid, pd.DataFrame):
+        st.plotly_chart(db_figure(settings, ("hybrid", gold, backend), lambda: figures.hybrid_bars(hybrid, k)),
+                        width="stretch")
+        st.dataframe(hybrid, hide_index=True, width="stretch")
+        st.caption(md(analysis.HYBRID_NOTE, 800))
+        download_buttons(hybrid, f"hybrid_{gold}")
+    st.divider()
+    st.markdown("**Adaptive router.** The paper proposed, but did not test, routing each query by RtP's own top-1 "
                 "cosine: a high score means an API reads like the whole query (RtP's strength), a low one suggests a "
                 "multi-step request (PtR's). Queries routed to RtP skip the discovery call.")
     rtable = safe_read(settings, "router_table", gold=gold, k=k, backend=backend)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from core.stats import summarise
+from core.toolbench import SUBSETS
 
 EPS = 1e-12
 OUTCOMES = ("rtp_wins", "ptr_wins", "tie", "both_miss")
@@ -469,3 +470,44 @@ def paired_tests(pq: pd.DataFrame) -> pd.DataFrame:
                          "better": better(float(rtp.mean()), float(ptr.mean())) if len(diff) else "tie"})
     return pd.DataFrame(rows, columns=["subset", "metric", "n", "rtp_mean", "ptr_mean", "mean_diff", "wilcoxon_p",
                                        "paired_t_p", "better"])
+
+
+HYBRID_COLUMNS = ["subset", "n", "rtp_recall", "ptr_recall", "hybrid_recall", "hybrid_recall_std", "hybrid_precision",
+                  "best_single", "vs_best_single", "p_vs_best", "share_at_least_both"]
+HYBRID_NOTE = ("hybrid: PtR's stored stubs plus the raw query as one more search, each API scored by its best "
+               "similarity (PtR's own merge rule), top-k; no extra LLM call. Recall is each query's mean over runs; "
+               "hybrid_recall_std is over run means; vs_best_single compares with the better fixed architecture "
+               "of that subset over the same queries (Wilcoxon p); share_at_least_both: queries where the hybrid "
+               "recalls at least as much as RtP and PtR both")
+
+
+def hybrid_table(pq: pd.DataFrame, hybrid_rows: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
+    """Per subset and overall: RtP, PtR (per_query's run means) and the hybrid, on the queries all three have."""
+    from scipy import stats as sps
+
+    if pq.empty or hybrid_rows.empty:
+        return pd.DataFrame(columns=HYBRID_COLUMNS)
+    rows = hybrid_rows.assign(recall=pd.to_numeric(hybrid_rows[f"recall_{gold}"], errors="coerce").astype(float),
+                              precision=pd.to_numeric(hybrid_rows[f"precision_{gold}"], errors="coerce").astype(float))
+    per_query_hybrid = rows.groupby(["subset", "query_id"])[["recall", "precision"]].mean().reset_index()
+    merged = pq.merge(per_query_hybrid, on=["subset", "query_id"], how="inner").dropna(subset=["recall"])
+    kept = rows.merge(merged[["subset", "query_id"]], on=["subset", "query_id"])  # rows of the compared queries
+    out = []
+    groups = [*merged.groupby("subset", sort=False), ("all", merged)]
+    for subset, group in groups:
+        if group.empty:
+            continue
+        rtp, ptr, hyb = (group[c].to_numpy(dtype=float) for c in ("rtp_recall", "ptr_recall", "recall"))
+        best_name = "rtp" if rtp.mean() >= ptr.mean() else "ptr"
+        best = rtp if best_name == "rtp" else ptr
+        diff = hyb - best
+        p = float(sps.wilcoxon(hyb, best).pvalue) if np.any(np.abs(diff) > EPS) else math.nan
+        run_means = (kept if subset == "all" else kept[kept["subset"] == subset]).groupby("run_index")["recall"].mean()
+        out.append({"subset": subset, "n": len(group), "rtp_recall": rtp.mean(), "ptr_recall": ptr.mean(),
+                    "hybrid_recall": hyb.mean(), "hybrid_recall_std": float(np.std(run_means.to_numpy(), ddof=1))
+                    if len(run_means) > 1 else math.nan, "hybrid_precision": float(group["precision"].mean()),
+                    "best_single": best_name, "vs_best_single": diff.mean(), "p_vs_best": p,
+                    "share_at_least_both": float(np.mean(hyb >= np.maximum(rtp, ptr) - EPS))})
+    table = pd.DataFrame(out, columns=HYBRID_COLUMNS)
+    order = {name: i for i, name in enumerate([*SUBSETS, "all"])}
+    return table.sort_values("subset", key=lambda c: c.map(lambda x: order.get(x, len(order)))).reset_index(drop=True)

@@ -1,4 +1,4 @@
-"""`python -m core bench {main,ksweep,scaling,all}` and `python -m core report`, registered into core.cli.
+"""`python -m core bench {main,ksweep,scaling,hybrid,all}` and `python -m core report`, registered into core.cli.
 
 bench writes into the results store (DATABASE_URL, default data/results.sqlite) with a progress bar
 on stderr; `--resume` continues unfinished runs (after a crash or kill) without losing or
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from core.settings import BACKENDS, Settings
 from core.toolbench import PAPER_SUBSETS, SUBSETS
 
-STUDIES = ("main", "ksweep", "scaling", "all")
+STUDIES = ("main", "ksweep", "scaling", "hybrid", "all")
 
 
 def parse_subsets(text: str) -> list[str]:
@@ -87,7 +87,7 @@ def _add_bench_flags(p: argparse.ArgumentParser, study: str) -> None:
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     from core.cli import retriever_for
-    from core.experiments import agents_factory, memoised, run_ksweep, run_main, run_scaling
+    from core.experiments import agents_factory, memoised, run_hybrid, run_ksweep, run_main, run_scaling
     from core.lab import queries_for
     from core.store import Store, git_commit
 
@@ -113,6 +113,9 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         phases.append(("ksweep", lambda: run_ksweep(store, retriever, queries, ks=args.ks, resume=args.resume,
                                                     progress=progress, llm_backend=settings.llm_backend,
                                                     commit=commit, config=config)))
+    if study in ("hybrid", "all"):
+        phases.append(("hybrid", lambda: run_hybrid(store, retriever, queries, resume=args.resume, progress=progress,
+                                                    llm_backend=settings.llm_backend, commit=commit, config=config)))
     if study in ("scaling", "all"):
         phases.append(("scaling", lambda: run_scaling(store, retriever, queries, sizes=args.sizes, seeds=args.seeds,
                                                       k=args.k, resume=args.resume, progress=progress,
@@ -148,14 +151,17 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
 def register(subparsers: argparse._SubParsersAction, handlers: dict) -> None:
     """Add `bench` and `report` to the `python -m core` parser."""
     p = subparsers.add_parser(
-        "bench", help="run the study (main, ksweep, scaling, all) into the results database",
+        "bench", help="run the study (main, ksweep, scaling, hybrid, all) into the results database",
         description="Run the study into the results store. main: RtP and PtR at k=5 for R runs (planner in every "
                     "run). ksweep: k=1..20 from the stored stubs (no new LLM calls). scaling: stratified "
-                    "sub-registries x seeds from the stored stubs. all: the three in order. Interrupted runs "
+                    "sub-registries x seeds from the stored stubs. hybrid: the stored stubs plus the raw query "
+                    "(beyond the paper; no LLM calls). all: main, ksweep, hybrid, scaling. Interrupted runs "
                     "continue with --resume.")
     studies = p.add_subparsers(dest="study", required=True, metavar="STUDY")
     helps = {"main": "RtP vs PtR, R runs, planner included", "ksweep": "recall/precision at k=1,3,5,10,20",
-             "scaling": "registry sizes 1k..full x seeds", "all": "main, then ksweep, then scaling"}
+             "scaling": "registry sizes 1k..full x seeds",
+             "hybrid": "stored PtR stubs plus the raw query, merged by best similarity (beyond the paper)",
+             "all": "main, then ksweep, hybrid and scaling"}
     for study in STUDIES:
         _add_bench_flags(studies.add_parser(study, help=helps[study], description=helps[study]), study)
     handlers["bench"] = cmd_bench

@@ -169,7 +169,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
 
     p = sub.add_parser("eval", help="recall/precision@k of one architecture on one subset",
                        description="Score an architecture on a ToolBench test subset; one JSON object per k.")
-    p.add_argument("--arch", choices=("rtp", "ptr"), default="rtp")
+    p.add_argument("--arch", choices=("rtp", "ptr", "hybrid"), default="rtp",
+                   help="hybrid: PtR's stubs plus the raw query, merged by best similarity (beyond the paper)")
     p.add_argument("--subset", default="G1_instruction", help=f"one of {', '.join(SUBSETS)}")
     p.add_argument("--gold", choices=("api_list", "relevant"), default="api_list",
                    help="gold definition: api_list (default; reproduces the paper) or relevant (ToolBench's)")

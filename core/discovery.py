@@ -1,4 +1,4 @@
-"""The discovery architectures: Retrieve-then-Plan and Plan-then-Retrieve, as Discovery records.
+"""The discovery architectures: Retrieve-then-Plan, Plan-then-Retrieve and a hybrid, as Discovery records.
 
 RtP embeds the raw query; PtR embeds each abstract tool stub, unions the per-stub top-k,
 scores each candidate by its best stub similarity and keeps the top-k overall.
@@ -17,6 +17,7 @@ from core.registry import Registry
 from core.toolbench import ApiKey, display_name
 
 MAX_QUERY_CHARS = 100_000
+QUERY_LABEL = "(query)"  # the hybrid's extra search: the raw query, as RtP embeds it
 STUB_TEXT_MODES = ("name_reasoning", "name")
 
 
@@ -158,3 +159,23 @@ def ptr_retrieve(stubs: Sequence[Stub], k: int, retriever: Retriever, stub_text:
     hits = tuple(Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, s, i + 1, stub)
                  for i, (r, s, stub) in enumerate(merged))
     return Discovery("ptr", k, hits, tuple(stubs), width, time.perf_counter() - start)
+
+
+def hybrid_retrieve(query: str, stubs: Sequence[Stub], k: int, retriever: Retriever,
+                    stub_text: str = "name_reasoning") -> Discovery:
+    """Hybrid discovery (beyond the paper): PtR's stubs plus the raw query as one more search,
+    merged by PtR's own rule (each API scored by its best similarity, top-k overall).
+
+    It needs no call beyond PtR's, and it keeps RtP's whole-query match for requests that name one
+    tool, which stub writing can erase (a brand name turned into a generic verb).
+    """
+    start = time.perf_counter()
+    text = clean_query(query)
+    vectors = retriever.encode([text, *(s.text(stub_text) for s in stubs)])
+    scores, rows = retriever.index.batch_search(vectors, k)
+    labels = [QUERY_LABEL, *(s.name for s in stubs)]
+    merged, width = merge_stub_hits([(label, scores[i], rows[i]) for i, label in enumerate(labels)], k)
+    apis = retriever.registry.apis
+    hits = tuple(Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, sc, i + 1, label)
+                 for i, (r, sc, label) in enumerate(merged))
+    return Discovery("hybrid", k, hits, tuple(stubs), width, time.perf_counter() - start)

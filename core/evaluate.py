@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core import metrics
-from core.discovery import Discovery, Hit, Retriever, Stub, merge_stub_hits
+from core.discovery import QUERY_LABEL, Discovery, Hit, Retriever, Stub, merge_stub_hits
 from core.stats import summarise
 from core.toolbench import Query
 
@@ -34,26 +34,42 @@ def rtp_batch(texts: Sequence[str], k: int, retriever: Retriever) -> list[Discov
             for i in range(len(texts))]
 
 
-def ptr_batch(stub_lists: Sequence[Sequence[Stub]], ks: Sequence[int], retriever: Retriever,
-              stub_text: str = "name_reasoning") -> dict[int, list[Discovery]]:
-    """PtR retrieval for many queries' stubs at every k in ks, with one encode and one search."""
-    flat = [s for stubs in stub_lists for s in stubs]
-    vectors = retriever.encode([s.text(stub_text) for s in flat])
+def _merged_batch(arch: str, searches: Sequence[Sequence[tuple[str, str]]], stub_lists: Sequence[Sequence[Stub]],
+                  ks: Sequence[int], retriever: Retriever) -> dict[int, list[Discovery]]:
+    """Per query, several (label, text) searches merged by best similarity; one encode, one search."""
+    flat = [item for group in searches for item in group]
+    vectors = retriever.encode([text for _, text in flat])
     scores, rows = retriever.index.batch_search(vectors, max(ks))
     out: dict[int, list[Discovery]] = {k: [] for k in ks}
     apis = retriever.registry.apis
     start = 0
-    for stubs in stub_lists:
-        block = range(start, start + len(stubs))
-        start += len(stubs)
-        # Each stub's own best (registry row, cosine), before the stubs' lists are merged.
+    for group, stubs in zip(searches, stub_lists):
+        block = range(start, start + len(group))
+        start += len(group)
+        # Each search's own best (registry row, cosine), before the lists are merged.
         top1 = [(int(rows[i, 0]), float(scores[i, 0])) for i in block]
         for k in ks:
-            merged, width = merge_stub_hits([(flat[i].name, scores[i, :k], rows[i, :k]) for i in block], k)
-            hits = tuple(Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, s, n + 1, stub)
-                         for n, (r, s, stub) in enumerate(merged))
-            out[k].append(Discovery("ptr", k, hits, tuple(stubs), width, extra={"stub_top1": top1}))
+            merged, width = merge_stub_hits([(flat[i][0], scores[i, :k], rows[i, :k]) for i in block], k)
+            hits = tuple(Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, s, n + 1, label)
+                         for n, (r, s, label) in enumerate(merged))
+            out[k].append(Discovery(arch, k, hits, tuple(stubs), width, extra={"stub_top1": top1}))
     return out
+
+
+def ptr_batch(stub_lists: Sequence[Sequence[Stub]], ks: Sequence[int], retriever: Retriever,
+              stub_text: str = "name_reasoning") -> dict[int, list[Discovery]]:
+    """PtR retrieval for many queries' stubs at every k in ks, with one encode and one search."""
+    searches = [[(s.name, s.text(stub_text)) for s in stubs] for stubs in stub_lists]
+    return _merged_batch("ptr", searches, stub_lists, ks, retriever)
+
+
+def hybrid_batch(texts: Sequence[str], stub_lists: Sequence[Sequence[Stub]], ks: Sequence[int],
+                 retriever: Retriever, stub_text: str = "name_reasoning") -> dict[int, list[Discovery]]:
+    """core.discovery.hybrid_retrieve for many queries: each query's stubs plus the query itself.
+    extra["stub_top1"] lists the query's own best first, then each stub's."""
+    searches = [[(QUERY_LABEL, text), *((s.name, s.text(stub_text)) for s in stubs)]
+                for text, stubs in zip(texts, stub_lists)]
+    return _merged_batch("hybrid", searches, stub_lists, ks, retriever)
 
 
 def truncate(discovery: Discovery, k: int) -> Discovery:
@@ -98,14 +114,16 @@ def evaluate_subset(settings, retriever: Retriever, arch: str, subset: str, gold
     if arch == "rtp":
         base = rtp_batch(texts, max(ks), retriever)
         per_k = {k: [truncate(d, k) for d in base] for k in ks}
-    elif arch == "ptr":
+    elif arch in ("ptr", "hybrid"):
         agents = make_agents(settings, retriever, use_cache)
         outcomes = write_all_stubs(agents.stub_writer, texts, concurrency)
-        per_k = ptr_batch([o.stubs for o in outcomes], ks, retriever)
+        stub_lists = [o.stubs for o in outcomes]
+        per_k = (ptr_batch(stub_lists, ks, retriever) if arch == "ptr"
+                 else hybrid_batch(texts, stub_lists, ks, retriever))
         extra = {"backend": outcomes[0].label if outcomes else agents.stub_writer.backend,
                  "stub_fallbacks": sum(o.fallback for o in outcomes)}
     else:
-        raise ValueError(f"arch must be rtp or ptr, not {arch!r}")
+        raise ValueError(f"arch must be rtp, ptr or hybrid, not {arch!r}")
     rows = []
     for k in ks:
         scores = [score_query(q, d.keys, gold, k) for q, d in zip(queries, per_k[k])]

@@ -38,7 +38,7 @@ import numpy as np
 
 from core import metrics
 from core.discovery import Discovery, Hit, Retriever, Stub
-from core.evaluate import GOLD_DEFINITIONS, ptr_batch, rtp_batch, score_query, truncate
+from core.evaluate import GOLD_DEFINITIONS, hybrid_batch, ptr_batch, rtp_batch, score_query, truncate
 from core.offline_split import OFFLINE_LABEL
 from core.registry import stratified_rows
 from core.store import RunRecord, RunSpec, Store, git_commit
@@ -546,6 +546,39 @@ def run_ksweep(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
                     rows.append(row)
                 _insert_run(store, run_id, rows)
                 touched.append(run_id)
+        bar.update(1)
+    bar.close()
+    return touched
+
+
+def run_hybrid(store: Store, retriever: Retriever, queries: Sequence[Query], *, resume: bool = False,
+               progress: bool = False, llm_backend: str | None = None, commit: str | None = None,
+               config: dict[str, Any] | None = None) -> list[int]:
+    """Hybrid discovery (beyond the paper) at the main study's k, one run per PtR main run: that run's
+    stored stubs plus the raw query, merged by best similarity. No LLM calls; retrieval only."""
+    retriever = memoised(retriever)
+    touched: list[int] = []
+    subsets = by_subset(queries)
+    bar = _progress(len(subsets), "bench hybrid", progress)
+    for subset, qs in subsets.items():
+        src = main_sources(store, retriever, subset, llm_backend)
+        setup = Setup.of_run(src.rtp, commit)
+        k = src.rtp.spec.k
+        rtp_keys = {q.uid: d.keys for q, d in zip(qs, rtp_batch([q.query for q in qs], k, retriever))}
+        for r, source in src.ptr.items():
+            stubs = stored_stubs(store, source.id, qs)
+            with_stubs = [q for q in qs if q.uid in stubs]
+            opened = open_run(store, setup.spec("hybrid", "hybrid", subset, k, r, source_run_id=source.id),
+                              with_stubs, resume, setup.git_commit, config)
+            if not opened:
+                continue
+            run_id, todo = opened
+            # A fallback stub is the raw query itself, which the hybrid searches anyway.
+            written = [() if stubs[q.uid][1] else stubs[q.uid][0] for q in todo]
+            found = hybrid_batch([q.query for q in todo], written, [k], retriever)[k]
+            _insert_run(store, run_id, [{**base_row(run_id, q, d, with_hits=r == 0),
+                                         **overlap_fields(d, rtp_keys[q.uid])} for q, d in zip(todo, found)])
+            touched.append(run_id)
         bar.update(1)
     bar.close()
     return touched

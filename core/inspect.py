@@ -5,7 +5,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from core import metrics
-from core.discovery import Discovery, Retriever, clean_query, ptr_retrieve, rtp
+from core.discovery import Discovery, Retriever, clean_query, hybrid_retrieve, ptr_retrieve, rtp
 from core.llm import CachedClient, CallCache, make_client
 from core.planner import LLMPlanner, OfflinePlanner, Plan
 from core.prompts import DISCOVERY_VERSION, PLANNER_VERSION
@@ -55,7 +55,8 @@ def discovery_json(discovery: Discovery, plan: Plan | None, gold: Collection[Api
 def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, archs: str = "all",
                   use_cache: bool = True, gold: Collection[ApiKey] | None = None,
                   agents: Agents | None = None, stubs: StubOutcome | None = None) -> dict:
-    """RtP and/or PtR for one query, with plans when an architecture's planner runs.
+    """RtP and/or PtR for one query, with plans when an architecture's planner runs; with archs="all"
+    also the hybrid's retrieval (PtR's stubs plus the raw query), which needs no further call.
 
     `stubs` lets a caller replay stored stubs instead of writing new ones. Failures of the LLM
     are recorded in the result (fallback stubs, parse errors); they never stop RtP from showing.
@@ -81,4 +82,7 @@ def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, a
                      backend_label=outcome.label, usage=usage_json(outcome.usage),
                      stub_latency_s=stub_json["latency_s"])
         out["ptr"] = block
+        if want_plans:  # hybrid discovery (beyond the paper): retrieval only, from the same stubs
+            out["hybrid"] = discovery_json(hybrid_retrieve(query, () if outcome.fallback else outcome.stubs, k,
+                                                           retriever), None, gold)
     return out

@@ -378,8 +378,8 @@ class ResultsReader:
         return analysis.paired_tests(self.per_query(None, gold, k, backend))
 
     def query_detail(self, subset: str, query_id: int, k: int = 5, backend: str | None = None) -> dict | None:
-        if k == self._main_k(backend):
-            runs = self._selected("main", backend)
+        if k == self._main_k(backend):  # the main runs, and the hybrid's when it ran on them
+            runs = pd.concat([self._selected("main", backend), self._selected("hybrid", backend)])
             runs = runs[(runs["subset"] == subset) & (runs["run_index"] == 0)]
             widest = runs
         else:  # the k sweep stores hits at its largest k only; a smaller k's hits are their prefix
@@ -414,6 +414,16 @@ class ResultsReader:
             "run_ids": {a: int(i) for a, i in zip(runs["arch"], runs["id"])},
             "started_at": _iso(runs["started_at"].min()), "finished_at": _iso(runs["finished_at"].max())}
         return out
+
+    def hybrid_table(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
+        """Hybrid discovery (beyond the paper) beside RtP and PtR at the main k, per subset and overall."""
+        def compute() -> pd.DataFrame:
+            runs, k = self._selected("hybrid", backend), self._main_k(backend)
+            if runs.empty or k is None:
+                return pd.DataFrame(columns=analysis.HYBRID_COLUMNS)
+            return analysis.hybrid_table(self.per_query(None, gold, k, backend),
+                                         self._rows(runs, ("subset", "query_id", *GOLD_SCORES)), gold)
+        return self._memo(("hybrid_table", gold, backend), compute)
 
     def ksweep(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
         return self._memo(("ksweep", gold, backend), lambda: analysis.ksweep_table(

@@ -238,3 +238,25 @@ def test_paired_tests_match_scipy_and_handle_identical_pairs() -> None:
     assert g1["n"] == 1 and math.isnan(g1["paired_t_p"])  # the pair with an undefined recall is dropped
     same = table.loc[("G2", "precision")]
     assert math.isnan(same["wilcoxon_p"]) and same["better"] == "tie"  # identical pairs: no test, no winner
+
+
+def test_hybrid_table_by_hand() -> None:
+    pq = pd.DataFrame({"subset": ["G1_instruction"] * 3 + ["G2_instruction"] * 2, "query_id": [1, 2, 3, 4, 5],
+                       "rtp_recall": [1.0, 0.5, 0.0, 0.0, 0.2], "ptr_recall": [0.0, 0.5, 1.0, 0.5, 0.4]})
+    # two hybrid runs; query 5 has no hybrid row (left out), query 4 varies across runs
+    rows = pd.DataFrame({"subset": ["G1_instruction"] * 6 + ["G2_instruction"] * 2, "query_id": [1, 2, 3] * 2 + [4, 4],
+                         "run_index": [0, 0, 0, 1, 1, 1, 0, 1],
+                         "recall_api_list": [1.0, 0.5, 1.0, 1.0, 0.5, 1.0, 0.5, 1.0],
+                         "precision_api_list": [0.2] * 8})
+    table = A.hybrid_table(pq, rows).set_index("subset")
+    assert list(table.index) == ["G1_instruction", "G2_instruction", "all"]
+    g1, g2, everything = table.loc["G1_instruction"], table.loc["G2_instruction"], table.loc["all"]
+    assert g1["n"] == 3 and g1["hybrid_recall"] == pytest.approx(2.5 / 3) and g1["hybrid_recall_std"] == 0.0
+    assert g1["best_single"] == "rtp" and g1["vs_best_single"] == pytest.approx((0 + 0 + 1) / 3)
+    assert g1["share_at_least_both"] == 1.0
+    assert g2["n"] == 1 and g2["hybrid_recall"] == 0.75 and g2["best_single"] == "ptr"
+    assert g2["hybrid_recall_std"] == pytest.approx(np.std([0.5, 1.0], ddof=1))  # over the two runs' means
+    assert everything["hybrid_recall_std"] == pytest.approx(np.std([3.0 / 4, 3.5 / 4], ddof=1))  # query-weighted
+    assert everything["n"] == 4 and everything["ptr_recall"] == pytest.approx(2.0 / 4)
+    assert everything["p_vs_best"] == pytest.approx(sps.wilcoxon([1, 0.5, 1, 0.75], [0, 0.5, 1, 0.5]).pvalue)
+    assert A.hybrid_table(pq, rows.iloc[0:0]).empty

@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.discovery import Retriever
-from core.experiments import agents_factory, run_ksweep, run_main, run_scaling
+from core.experiments import agents_factory, run_hybrid, run_ksweep, run_main, run_scaling
 from core.index import VectorIndex
 from core.inspect import Agents
 from core.llm import LLMError
@@ -61,6 +61,7 @@ def build_app_env(folder: Path) -> dict[str, str]:
     run_main(store, retriever, agents_factory(Settings.from_env(env=env), retriever), QUERIES, runs=2, k=MAIN_K,
              commit="test")
     run_ksweep(store, retriever, QUERIES, ks=(1, MAIN_K, 5), commit="test")
+    run_hybrid(store, retriever, QUERIES, commit="test")
     run_scaling(store, retriever, QUERIES, sizes=(6, None), seeds=2, k=MAIN_K, commit="test")
     store.close()
     return env
@@ -162,8 +163,9 @@ def test_free_text_query_fills_both_columns_and_the_url(app_env, index_ready) ->
     assert any("offline heuristic" in w for w in texts(at, "warning"))  # app.py's frame ran around the page
     at.text_area[0].input("Find hotels in Paris and convert 200 EUR to USD").run()
     no_exception(at)
-    assert [s.value for s in at.subheader] == ["RtP · Retrieve-then-Plan", "PtR · Plan-then-Retrieve"]
-    assert len(at.expander) == 2 * 5  # k=5 hits per column, each with its description
+    assert [s.value for s in at.subheader] == ["RtP · Retrieve-then-Plan", "PtR · Plan-then-Retrieve",
+                                               "Hybrid · PtR's stubs + the raw query (beyond the paper)"]
+    assert len(at.expander) == 3 * 5  # k=5 hits per column and for the hybrid, each with its description
     assert at.query_params["q"] == "Find hotels in Paris and convert 200 EUR to USD" and at.query_params["k"] == "5"
     shown = markdown_everywhere(at)
     assert "stubs" in shown and "Planner" in shown and "top-1 cosine" in shown
@@ -178,6 +180,7 @@ def test_url_restores_a_stored_benchmark_view_with_gold_marks(app_env) -> None:
     assert any(GOLD_BADGE in label and "Hotels/search hotels" in label for label in labels)
     assert "recall@3" in markdown_everywhere(at)
     assert at.query_params["qid"] == "G1_instruction:1"
+    assert [s.value for s in at.subheader][-1].startswith("Hybrid")  # the stored hybrid run, under the columns
     [verdict] = [t for t in texts(at, "info") if "Adaptive router" in t]
     assert "this query would go to" in verdict and "stored queries" in verdict
 
@@ -225,7 +228,9 @@ def test_llm_failure_mid_query_keeps_rtp(app_env, index_ready, monkeypatch) -> N
         LLMStubWriter(FailingClient()), LLMPlanner(FailingClient(), retriever.registry.get)))
     at = page("app_pages/inspector.py", {"q": "Tell me a random joke about football"})
     no_exception(at)
-    assert len(at.expander) == 10
+    assert len(at.expander) == 15
+    labels = [e.label for e in at.expander]
+    assert labels[10:] == labels[:5]  # with fallback stubs the hybrid searches the query alone: RtP's hits
     shown = markdown_everywhere(at)
     assert "fell back to the raw query" in shown and "upstream exploded" in shown
 
@@ -261,6 +266,9 @@ def test_results_page_renders_every_tab_with_downloads(app_env) -> None:
     labels = {b.label for b in at.get("download_button")}
     assert labels == {"CSV", "JSON"} and len(at.get("download_button")) >= 16
     assert "gold = **relevant**" in markdown_everywhere(at)
+    [hybrid] = [d.value for d in at.dataframe if "hybrid_recall" in d.value.columns]
+    assert hybrid["subset"].tolist() == ["G1_instruction", "G2_instruction", "all"]
+    assert hybrid["n"].iloc[-1] == len(QUERIES) and hybrid["hybrid_recall"].between(0, 1).all()
     router_tables = [d.value for d in at.dataframe if "router_recall" in d.value.columns]
     assert len(router_tables) == 1 and router_tables[0]["subset"].tolist()[-1] == "all"
     assert router_tables[0]["n"].iloc[-1] == len(QUERIES)

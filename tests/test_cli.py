@@ -66,6 +66,11 @@ def test_query_and_eval_json_with_real_model(tiny_env, capsys) -> None:
         assert row["n"] == 1 and 0 <= row["recall"] <= 1
     assert rows[1]["recall"] >= rows[0]["recall"]
 
+    assert main(["eval", "--arch", "hybrid", "--subset", "G2_instruction", "--k", "3", "--json"]) == 0
+    hybrid = json.loads(capsys.readouterr().out)
+    assert hybrid["arch"] == "hybrid" and hybrid["backend"] == "offline heuristic, not an LLM"
+    assert hybrid["recall"] >= rows[1]["recall"]  # the hybrid also searches the raw query, as RtP does
+
     assert main(["eval", "--subset", "G9_nothing", "--json"]) == 2
     assert "Unknown subset" in capsys.readouterr().err
 

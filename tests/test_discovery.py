@@ -3,8 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.discovery import QueryError, Retriever, Stub, clean_query, merge_stub_hits, ptr_retrieve, rtp
-from core.evaluate import ptr_batch, rtp_batch
+from core.discovery import (QUERY_LABEL, QueryError, Retriever, Stub, clean_query, hybrid_retrieve, merge_stub_hits,
+                            ptr_retrieve, rtp)
+from core.evaluate import hybrid_batch, ptr_batch, rtp_batch
 
 
 def test_merge_hand_computed_example() -> None:
@@ -55,6 +56,30 @@ def test_batch_paths_match_single(small_retriever: Retriever) -> None:
         for stub, (row, score) in zip(s, per_k[1][i].extra["stub_top1"]):
             best = rtp(stub.text(), 1, small_retriever).hits[0]  # each stub's own best, before merging
             assert small_retriever.registry.apis[row].key == best.key and score == pytest.approx(best.score)
+
+
+def test_hybrid_is_the_best_similarity_merge_of_rtp_and_ptr(small_retriever: Retriever) -> None:
+    query = "find hotels in London and the currency exchange rate"
+    stubs = (Stub("search_hotels", "find hotels in a city"), Stub("joke", "tell a random joke"))
+    k = 4
+    found = hybrid_retrieve(query, stubs, k, small_retriever)
+    assert found.arch == "hybrid" and found.stubs == stubs and len(found.hits) == k
+    # Exactly PtR's merge with the raw query as one more search: both full rankings, best score per API.
+    by_rtp = {h.key: h.score for h in rtp(query, len(small_retriever.registry), small_retriever).hits}
+    by_ptr = {h.key: h.score for h in ptr_retrieve(stubs, len(small_retriever.registry), small_retriever).hits}
+    best = {key: max(by_rtp[key], by_ptr[key]) for key in by_rtp}
+    assert [h.key for h in found.hits] == sorted(best, key=lambda key: -best[key])[:k]
+    for hit in found.hits:
+        assert hit.score == pytest.approx(best[hit.key])
+        assert (hit.stub == QUERY_LABEL) == (by_rtp[hit.key] >= by_ptr[hit.key])  # the query wins ties: listed first
+    assert {h.stub for h in found.hits} <= {QUERY_LABEL, "search_hotels", "joke"}
+    alone = hybrid_retrieve(query, (), k, small_retriever)  # no stubs: RtP exactly
+    assert alone.keys == rtp(query, k, small_retriever).keys and {h.stub for h in alone.hits} == {QUERY_LABEL}
+    batched = hybrid_batch([query, "a random joke"], [stubs, ()], [2, k], small_retriever)
+    assert batched[k][0].keys == found.keys and batched[2][0].keys == found.keys[:2]
+    assert batched[k][1].keys == rtp("a random joke", k, small_retriever).keys
+    with pytest.raises(QueryError):
+        hybrid_retrieve("  ", stubs, k, small_retriever)
 
 
 @pytest.mark.parametrize("bad", ["", "   \n\t", None])

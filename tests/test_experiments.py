@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from core.discovery import Hit, Retriever, Stub
+from core.discovery import QUERY_LABEL, Hit, Retriever, Stub, hybrid_retrieve
 from core.evaluate import ptr_batch, rtp_batch, score_query
-from core.experiments import (FALLBACK_STUB, Setup, agents_factory, memoised, plan_pass, run_ksweep, run_main,
+from core.experiments import (FALLBACK_STUB, Setup, agents_factory, memoised, plan_pass, run_hybrid, run_ksweep,
+                              run_main,
                               run_scaling, scaling_sizes, subset_gold_rows)
 from core.index import VectorIndex
 from core.inspect import Agents
@@ -398,3 +399,45 @@ def test_a_fallback_stub_is_stored_without_the_query_text_and_rebuilt_for_reuse(
     # the k sweep searched with the raw query again: its k=5 equals the main run exactly
     for row in rows_of(store, kind="ksweep", arch="ptr", k=5):
         assert row.recall_api_list == main[row.query_uid].recall_api_list and row.stub_fallback
+
+
+def test_hybrid_reuses_stored_stubs_adds_the_query_and_resumes(db_url: str) -> None:
+    store = Store(db_url)
+    retriever = memoised(make_retriever())
+    queries = make_queries()
+    factory = fake_agents()
+    run_main(store, retriever, factory, queries, runs=2, concurrency=2, commit="x")
+    calls_before = sum(a.stub_writer.calls for a in factory.made.values())
+    ids = run_hybrid(store, retriever, queries, commit="x")
+    assert sum(a.stub_writer.calls for a in factory.made.values()) == calls_before  # no discovery calls
+    runs = store.runs(kind="hybrid")
+    assert len(ids) == len(runs) == 2 * 2 and all(r.spec.arch == "hybrid" and r.spec.k == 5 for r in runs)
+    assert all(r.status == "complete" and store.count_results(r.id) == 6 for r in runs)
+    assert run_hybrid(store, retriever, queries, resume=True, commit="x") == []  # finished runs are skipped
+    by_uid = {q.uid: q for q in queries}
+    for run in (r for r in runs if r.spec.run_index == 0):  # hits are kept for run index 0
+        source = {row["query_uid"]: row["stubs"] for row in store.results(run.spec.source_run_id, ("query_uid", "stubs"))}
+        for row in store.results(run.id, ("query_uid", "hits")):
+            written = [Stub(s["name"], s["reasoning"]) for s in source[row["query_uid"]]]
+            expected = hybrid_retrieve(by_uid[row["query_uid"]].query, written, 5, retriever)
+            assert [(h["tool_name"], h["api_name"]) for h in row["hits"]] == expected.keys
+            assert {h["stub"] for h in row["hits"]} <= {QUERY_LABEL, *(s.name for s in written)}
+
+
+def test_hybrid_of_fallback_stubs_is_the_query_alone_and_stores_no_query_text(db_url: str) -> None:
+    class Failing(FakeStubWriter):
+        def write(self, query: str) -> StubOutcome:
+            return StubOutcome((Stub(query),), self.backend, self.model, self.prompt_version, fallback=True,
+                               error="timeout")
+
+    store = Store(db_url)
+    retriever = memoised(make_retriever())
+    queries = make_queries()
+    run_main(store, retriever, lambda r: Agents(Failing(r), FakePlanner()), queries, runs=1, concurrency=2,
+             commit="x")
+    run_hybrid(store, retriever, queries, commit="x")
+    rtp = {r.query_uid: r for r in rows_of(store, kind="main", arch="rtp")}
+    for row in rows_of(store, kind="hybrid"):
+        assert row.recall_api_list == rtp[row.query_uid].recall_api_list and row.same_as_rtp
+        assert {h["stub"] for h in row.hits} == {QUERY_LABEL}
+        assert [q for q in queries if q.uid == row.query_uid][0].query not in json.dumps(row.hits)

@@ -16,8 +16,8 @@ from core.toolbench import SUBSETS
 from ui.paper import PAPER_LABEL
 from ui.safe import plot_text
 
-ARCH_COLORS = {"rtp": "#1f77b4", "ptr": "#d62728"}
-ARCH_NAMES = {"rtp": "RtP", "ptr": "PtR"}
+ARCH_COLORS = {"rtp": "#1f77b4", "ptr": "#d62728", "hybrid": "#9467bd"}
+ARCH_NAMES = {"rtp": "RtP", "ptr": "PtR", "hybrid": "Hybrid"}
 OUTCOME_COLORS = {"rtp_wins": ARCH_COLORS["rtp"], "ptr_wins": ARCH_COLORS["ptr"], "tie": "#7f7f7f",
                   "both_miss": "#bcbd22"}
 OUTCOME_NAMES = {"rtp_wins": "RtP wins", "ptr_wins": "PtR wins", "tie": "tie", "both_miss": "both miss"}
@@ -306,3 +306,22 @@ def router_curve(curve: pd.DataFrame, table: pd.DataFrame, threshold: float | No
     fig.update_yaxes(title_text="mean recall", secondary_y=False)
     fig.update_yaxes(title_text="share sent to PtR", tickformat=".0%", range=[0, 1], secondary_y=True)
     return _layout(fig, title, 460)
+
+
+def hybrid_bars(table: pd.DataFrame, k: int = 5) -> go.Figure:
+    """recall@k by subset for RtP, PtR and the hybrid (ResultsReader.hybrid_table), overall last."""
+    title = f"Hybrid discovery vs RtP and PtR: recall@{k} by subset"
+    if table.empty:
+        return empty(title, "No hybrid runs stored yet: run `python -m core bench hybrid`.")
+    subsets = [*subset_order(table.loc[table["subset"] != "all", "subset"]), "all"]
+    frame = table.set_index("subset").reindex([s for s in subsets if s in set(table["subset"])])
+    fig = go.Figure()
+    for arch in ("rtp", "ptr", "hybrid"):
+        error = frame["hybrid_recall_std"] if arch == "hybrid" else None
+        fig.add_trace(go.Bar(x=frame.index, y=frame[f"{arch}_recall"], name=ARCH_NAMES[arch],
+                             marker_color=ARCH_COLORS[arch],
+                             error_y={"type": "data", "array": error.fillna(0)} if error is not None else None,
+                             hovertemplate=f"{ARCH_NAMES[arch]} %{{x}}: %{{y:.3f}}<extra></extra>"))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text=f"recall@{k}", rangemode="tozero")
+    return _layout(fig, title)

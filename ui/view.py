@@ -13,8 +13,9 @@ from core import metrics
 from core.toolbench import ApiKey
 
 K_MIN, K_MAX = 1, 20
-ARCHS = ("rtp", "ptr")
-ARCH_TITLES = {"rtp": "RtP · Retrieve-then-Plan", "ptr": "PtR · Plan-then-Retrieve"}
+ARCHS = ("rtp", "ptr", "hybrid")
+ARCH_TITLES = {"rtp": "RtP · Retrieve-then-Plan", "ptr": "PtR · Plan-then-Retrieve",
+               "hybrid": "Hybrid · PtR's stubs + the raw query (beyond the paper)"}
 
 
 @dataclass(frozen=True)

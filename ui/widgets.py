@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from core.discovery import Retriever
+from core.discovery import QUERY_LABEL, Retriever
 from core.offline_split import OFFLINE_LABEL
 from core.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
@@ -130,7 +130,9 @@ def hit_list(hits: list[dict], lookup: Callable[[ApiKey], Api | None]) -> None:
                 st.text(api.description)
             else:
                 st.caption("No description: ToolBench knows this API by name only.")
-            if hit.get("stub"):
+            if hit.get("stub") == QUERY_LABEL:
+                st.caption("found by the raw query")
+            elif hit.get("stub"):
                 st.caption(f"found by stub {md(hit['stub'], 80)}")
 
 
@@ -187,6 +189,24 @@ def arch_column(arch: str, block: dict | None, lookup: Callable[[ApiKey], Api | 
     plan_view(block.get("plan"))
     if failure:
         error(failure)
+
+
+def hybrid_section(block: dict | None, lookup: Callable[[ApiKey], Api | None], k: int) -> None:
+    """The hybrid's retrieval under the two columns: no planner runs on it, so hits and scores only."""
+    if not block:
+        return
+    with st.container(border=True):
+        st.subheader(ARCH_TITLES["hybrid"])
+        numbers = [f"top-1 cosine **{_fmt(block.get('top1_score'))}**",
+                   f"{block.get('search_width', 0)} candidates before the top-{k} cut"]
+        if "precision" in block:
+            numbers.insert(0, f"recall@{k} **{_fmt(block.get('recall'), 2)}** · precision@{k} "
+                              f"**{_fmt(block.get('precision'), 2)}**")
+        st.markdown(" · ".join(numbers))
+        st.caption("PtR's stubs and the query itself are searched, and each API keeps its best similarity: "
+                   "RtP's whole-query match survives when stub writing drops a brand name. No extra LLM call; "
+                   "Results → Beyond the paper compares it with both architectures.")
+        hit_list(block.get("hits") or [], lookup)
 
 
 def router_verdict(top1: float | None, fit: dict | None) -> None:
