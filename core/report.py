@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from core.analysis import PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL
+from core.analysis import HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL
 from core.results import ResultsReader
 from core.router import ROUTER_NOTE
 from core.settings import PROJECT_ROOT
@@ -107,6 +107,8 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
         "stubs": {"title": "Stubs", "ours": records(reader.stub_stats(backend)), "paper": paper.get("stubs")},
         "search_width": {"title": "Effective search width (APIs scored before the cut to k)",
                          "ours": records(reader.search_width(backend)), "paper": None},
+        "hybrid": {"title": "Hybrid discovery: PtR's stubs + the raw query (beyond the paper)",
+                   "ours": records(reader.hybrid_table(gold, backend)), "paper": None, "note": HYBRID_NOTE},
         "router": {"title": "Adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated recall)",
                    "ours": records(reader.router_table(gold, backend=backend)),
                    "fit": _clean(reader.router_fit(gold, backend=backend)), "paper": None,
@@ -163,8 +165,8 @@ def render_text(report: dict[str, Any]) -> str:
               "  paper (Gemini 2.5 Flash, gte-base):",
               _table(main["paper"], ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean", "ptr_std", "p_value"]),
               f"  {main['note']}", ""]
-    for name in ("paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "router",
-                 "cost"):
+    for name in ("paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid",
+                 "router", "cost"):
         section = sections[name]
         lines += [f"== {section['title']}", _table(section["ours"])]
         if section.get("notes"):

@@ -20,7 +20,7 @@ from core.results import PER_QUERY_COLUMNS, ResultsReader
 from core.settings import PROJECT_ROOT
 from tests.test_experiments import run_study
 
-SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "router",
+SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid", "router",
             "cost"}
 
 
