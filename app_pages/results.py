@@ -4,6 +4,8 @@ Every chart overlays the paper's points where the paper gives them, and every ta
 """
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -36,10 +38,9 @@ right.caption(f"Setup: {md(setup['backend_label'], 60)} · {md(setup['embedding_
               f"gold = **{gold}** · commit {md(str(setup['git_commit'])[:10])}")
 ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
 
-tab_main, tab_k, tab_scale, tab_query, tab_router, tab_cost, tab_plan, tab_runs = st.tabs(
-    ["Main table", "k sweep", "Scaling", "Per query", "Beyond the paper", "Token cost", "Planner", "Runs"])
 
-with tab_main:
+def main_tab() -> None:
+    """The main comparison: table, paired tests, crossover chart beside the paper's."""
     main = safe_read(settings, "main_table", gold=gold, backend=backend)
     if main is not None:
         st.dataframe(tables.main_table_styler(main), hide_index=True, width="stretch")
@@ -61,7 +62,9 @@ with tab_main:
             points = paper.main_points(ref)
             st.dataframe(tables.paper_table(points[points["metric"] == metric]), hide_index=True, width="stretch")
 
-with tab_k:
+
+def ksweep_tab() -> None:
+    """Recall or precision against k, ours beside the paper's."""
     sweep = safe_read(settings, "ksweep", gold=gold, backend=backend)
     if sweep is not None:
         metric = st.radio("Metric", ["recall", "precision"], horizontal=True, key="res_k_metric")
@@ -70,7 +73,9 @@ with tab_k:
         st.dataframe(sweep, hide_index=True, width="stretch")
         download_buttons(sweep, f"ksweep_{gold}")
 
-with tab_scale:
+
+def scaling_tab() -> None:
+    """Recall and divergence against registry size."""
     scale = safe_read(settings, "scaling", gold=gold, backend=backend)
     if scale is not None:
         st.plotly_chart(db_figure(settings, ("scaling", gold, backend),
@@ -82,7 +87,9 @@ with tab_scale:
             st.caption("Sizes skipped:")
             st.dataframe(notes, hide_index=True)
 
-with tab_query:
+
+def per_query_tab() -> None:
+    """RtP vs PtR recall per query, and win counts beside the paper's."""
     k = int(setup["k"])
     per_query = safe_read(settings, "per_query", None, gold=gold, k=k, backend=backend)
     if per_query is not None:
@@ -103,7 +110,9 @@ with tab_query:
         st.dataframe(per_query, hide_index=True, width="stretch")
         download_buttons(per_query, f"per_query_{gold}_k{k}")
 
-with tab_router:
+
+def beyond_tab() -> None:
+    """Hybrid discovery and the adaptive router: what the paper proposed or left open."""
     k = int(setup["k"])
     st.markdown("**Hybrid discovery.** PtR's stubs plus the raw query as one more search, merged by PtR's own rule "
                 "(each API keeps its best similarity). It needs no extra LLM call and keeps RtP's whole-query match "
@@ -122,6 +131,7 @@ with tab_router:
     rtable = safe_read(settings, "router_table", gold=gold, k=k, backend=backend)
     fit = safe_read(settings, "router_fit", gold=gold, k=k, backend=backend)
     curve = safe_read(settings, "router_curve", gold=gold, k=k, backend=backend)
+    signal = safe_read(settings, "router_signal", gold=gold, k=k, backend=backend) or {}
     if isinstance(rtable, pd.DataFrame) and isinstance(curve, pd.DataFrame) and fit:
         st.plotly_chart(db_figure(settings, ("router", gold, backend, k), lambda: figures.router_curve(
             curve, rtable, fit.get("threshold"))), width="stretch")
@@ -130,12 +140,15 @@ with tab_router:
         st.caption(f"Threshold fitted on all {fit['n']:,} queries: **{fit['threshold']:.3f}** (sends "
                    f"{fit['share_to_ptr']:.0%} to PtR; in-sample recall {fit['in_sample_recall']:.3f}); per-fold "
                    f"thresholds {', '.join(f'{t:.3f}' for t in fit['fold_thresholds'])}. Spearman ρ of the top-1 "
-                   f"cosine with PtR − RtP recall: {fit['spearman_rho']:+.3f} (p = {fit['p']:.3g}).")
+                   f"cosine with PtR − RtP recall: {signal.get('spearman_rho', math.nan):+.3f} "
+                   f"(p = {signal.get('p', math.nan):.3g}).")
         download_buttons(rtable, f"router_{gold}_k{k}")
     elif rtable is not None:
         st.info("The router needs stored per-query results of both architectures.")
 
-with tab_cost:
+
+def cost_tab() -> None:
+    """Tokens per query and what routing by subset would save."""
     cost = safe_read(settings, "cost", backend=backend)
     if cost is not None:
         st.plotly_chart(db_figure(settings, ("cost", backend), lambda: figures.token_cost(cost)), width="stretch")
@@ -148,10 +161,12 @@ with tab_cost:
         savings = safe_read(settings, "routing_savings", backend=backend)
         if savings:
             st.markdown("**Routing by subset** (G1 → RtP, G2/G3 → PtR), the paper's estimate of what routing "
-                        "saves; the *Adaptive router* tab routes per query instead")
+                        "saves; the *Beyond the paper* tab routes per query instead")
             st.json(savings)
 
-with tab_plan:
+
+def planner_tab() -> None:
+    """Planner trajectory metrics and tool-selection divergence."""
     trajectory = safe_read(settings, "trajectory", gold=gold, backend=backend)
     if trajectory is not None:
         st.dataframe(trajectory, hide_index=True, width="stretch")
@@ -162,7 +177,19 @@ with tab_plan:
         st.dataframe(divergence, hide_index=True, width="stretch")
         download_buttons(divergence, "divergence")
 
-with tab_runs:
+
+def runs_tab() -> None:
+    """Every stored run with its provenance."""
     if isinstance(runs, pd.DataFrame):
         st.dataframe(runs, hide_index=True, width="stretch")
         download_buttons(runs, "runs")
+
+
+TABS = {"Main table": main_tab, "k sweep": ksweep_tab, "Scaling": scaling_tab, "Per query": per_query_tab,
+        "Beyond the paper": beyond_tab, "Token cost": cost_tab, "Planner": planner_tab, "Runs": runs_tab}
+# Only the open tab runs and is sent to the browser (8 tabs of charts made warm loads slow); ?tab= in the
+# URL names it, so a tab can be shared.
+for tab, render in zip(st.tabs(list(TABS), key="tab", bind="query-params"), TABS.values()):
+    if tab.open:
+        with tab:
+            render()

@@ -507,8 +507,8 @@ class ResultsReader:
         return self._memo(("router_curve", gold, k, backend), compute)
 
     def router_fit(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> dict:
-        """The threshold fitted on every stored query (what the Inspector applies), the per-fold
-        thresholds behind the cross-validated figures, and how much the top-1 cosine says at all."""
+        """The threshold fitted on every stored query (what the Inspector applies) and the per-fold
+        thresholds behind the cross-validated figures. No scipy: the Inspector reads this on first load."""
         def compute() -> dict:
             pq = self.per_query(None, gold, k, backend).dropna(subset=["rtp_top1", "rtp_recall", "ptr_recall"])
             if pq.empty:
@@ -516,9 +516,14 @@ class ResultsReader:
             fit = router.fit_threshold(pq)
             cv = self._router_cv(gold, k, backend)
             return {"threshold": fit.threshold, "in_sample_recall": fit.recall, "share_to_ptr": fit.share_to_ptr,
-                    "folds": ROUTER_FOLDS, "fold_thresholds": sorted(set(cv["threshold"].round(6).tolist())),
-                    **router.top1_signal(pq)}
+                    "n": len(pq), "folds": ROUTER_FOLDS,
+                    "fold_thresholds": sorted(set(cv["threshold"].round(6).tolist()))}
         return self._memo(("router_fit", gold, k, backend), compute)
+
+    def router_signal(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> dict:
+        """How much RtP's top-1 cosine says about which side wins (router.top1_signal)."""
+        return self._memo(("router_signal", gold, k, backend),
+                          lambda: router.top1_signal(self.per_query(None, gold, k, backend)))
 
     def search_width(self, backend: str | None = None) -> pd.DataFrame:
         return self._memo(("search_width", backend),

@@ -29,7 +29,17 @@ def test_md_escapes_every_markdown_construct(evil: str) -> None:
     out = md(evil)
     # Every markdown-significant character is backslash-escaped, so none can start a construct.
     assert not re.search(r"(?<!\\)[!\[\]()<>*_`#:$]", out)
-    assert out.replace("\\", "") == evil.replace("\\", "")
+    assert out.replace("\\", "").replace("\u2060", "") == evil.replace("\\", "")
+
+
+@pytest.mark.parametrize("text", ["Picnie/https://picnic.com/api/v1/add", "see www.evil.com", "mail ops@evil.com",
+                                  "FTP://files.example.org", "mailto:someone@example.org"])
+def test_md_keeps_urls_and_addresses_from_becoming_links(text: str) -> None:
+    out = md(text)
+    unescaped = out.replace("\\", "")
+    # GFM links a scheme followed by ":", "www." and user@host; a word joiner now sits inside each
+    assert not re.search(r"(?i)(https?|ftp|mailto):|www\.|\w@\w", unescaped)
+    assert unescaped.replace("\u2060", "") == text  # and the text reads the same
 
 
 def test_md_collapses_newlines_and_clips() -> None:

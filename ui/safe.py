@@ -14,6 +14,9 @@ import re
 # that start markdown, Streamlit directives (:red[...], :material/x:), LaTeX ($) or HTML (<).
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'^])")
 _WHITESPACE = re.compile(r"\s+")
+# GFM turns bare URLs, www. names and e-mail addresses into links even when every character is
+# escaped; a word joiner (U+2060, invisible) after the scheme, "www" or "@" keeps them plain text.
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|mailto|www)(?=(?:\\:|\\.))|(?<=\w)(@)(?=\w)")
 
 
 def one_line(text: object, limit: int | None = None) -> str:
@@ -26,7 +29,8 @@ def one_line(text: object, limit: int | None = None) -> str:
 
 def md(text: object, limit: int | None = None) -> str:
     """Untrusted text made safe for any markdown-rendering Streamlit call, on one line."""
-    return _MD_SPECIAL.sub(r"\\\1", one_line(text, limit))
+    escaped = _MD_SPECIAL.sub(r"\\\1", one_line(text, limit))
+    return _AUTOLINK.sub(lambda m: m.group(0) + "\u2060", escaped)
 
 
 def plot_text(text: object, limit: int | None = 120) -> str:

@@ -218,7 +218,7 @@ def router_verdict(top1: float | None, fit: dict | None) -> None:
     st.info(f"**Adaptive router** (beyond the paper): RtP's top-1 cosine {top1:.3f} {'<' if to_ptr else '≥'} "
             f"τ = {tau:.3f}, the threshold fitted on {fit['n']:,} stored queries → this query would go to "
             f"**{'PtR' if to_ptr else 'RtP'}**{'' if to_ptr else ', skipping the discovery call'}. "
-            "Results → Adaptive router shows how well that policy does.", icon=":material/alt_route:")
+            "Results → Beyond the paper shows how well that policy does.", icon=":material/alt_route:")
 
 
 def json_download(obj: dict, name: str) -> None:

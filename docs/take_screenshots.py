@@ -1,0 +1,71 @@
+"""Screenshots of every dashboard page into docs/screenshots/, from a fresh server over the real data.
+
+    .venv/bin/python docs/take_screenshots.py
+
+Needs the cached full-registry index (`python -m core index`) and Debian's chromium. Each shot is
+taken once the page has settled (no script running for a while), as benchmarks/app_load.py waits.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from app_load import CHROMIUM_ARGS, free_port, settled  # noqa: E402
+
+OUT = ROOT / "docs" / "screenshots"
+FREE_TEXT = "I'm planning a trip to London: find hotels, check the currency rate and look up my IP"
+SHOTS = [  # file, url path and query, page title
+    ("overview.png", "overview", "Tool Discovery Lab"),
+    ("inspector_free_text.png", "inspector?" + urllib.parse.urlencode({"q": FREE_TEXT, "k": 5}), "Query Inspector"),
+    ("inspector_benchmark.png", "inspector?qid=G2_instruction:50866&k=5", "Query Inspector"),
+    ("results.png", "results", "Results"),
+    *((f"results_{tab.lower().replace(' ', '_')}.png", "results?" + urllib.parse.urlencode({"tab": tab}), "Results")
+      for tab in ("k sweep", "Scaling", "Per query", "Beyond the paper", "Token cost")),
+    ("examples.png", "examples", "Examples"),
+    ("stubs.png", "stubs", "Stubs"),
+    ("registry.png", "registry?" + urllib.parse.urlencode({"q": FREE_TEXT}), "Registry"),
+]
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                             "--server.port", str(port), "--server.address", "127.0.0.1",
+                             "--browser.gatherUsageStats", "false"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        OUT.mkdir(parents=True, exist_ok=True)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1500, "height": 2600})  # Streamlit scrolls inside the page
+            for name, path, title in SHOTS:
+                page.goto(f"{url}/{path}")
+                settled(page, title)
+                page.wait_for_timeout(500)  # plotly draws after the script run ends
+                page.screenshot(path=str(OUT / name), full_page=True)
+                print(f"saved {OUT / name}")
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
