@@ -24,6 +24,8 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,14 +68,12 @@ def settled(page, title: str, poll_s: float = 0.025) -> float:
     return done
 
 
-def one_run() -> dict:
-    from playwright.sync_api import sync_playwright
-
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    started = time.perf_counter()
+@contextmanager
+def streamlit_server() -> Iterator[str]:
+    """A fresh `streamlit run app.py` on a free port; yields its URL once /_stcore/health answers."""
+    url = f"http://127.0.0.1:{free_port()}"
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
+                             "--server.port", url.rsplit(":", 1)[1], "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false"],
                             cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -82,7 +82,20 @@ def one_run() -> dict:
                 with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
                     break
             except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError("streamlit exited before it answered") from None
                 time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def one_run() -> dict:
+    from playwright.sync_api import sync_playwright
+
+    started = time.perf_counter()
+    with streamlit_server() as url:
         out: dict = {"server_start_s": time.perf_counter() - started}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
@@ -114,9 +127,6 @@ def one_run() -> dict:
             out["inspector_answer_s"] = settled(page, "Query Inspector") - t0
             browser.close()
         return out
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def main() -> int:

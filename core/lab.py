@@ -11,7 +11,8 @@ from core.embedding import (Encoder, ProgressFn, SentenceTransformerEncoder, can
 from core.index import VectorIndex
 from core.registry import Registry
 from core.settings import Settings
-from core.toolbench import Query, load_queries, load_registry
+from core.registry_cache import load_registry_cached
+from core.toolbench import Query, load_queries
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,10 @@ class IndexInfo:
 
 
 @lru_cache(maxsize=4)
-def _registry(data_dir: str, which: str) -> Registry:
+def _registry(data_dir: str, which: str, cache_dir: str) -> Registry:
     from pathlib import Path
 
-    return Registry(which, tuple(load_registry(Path(data_dir), which)))
+    return Registry(which, tuple(load_registry_cached(Path(data_dir), which, Path(cache_dir))))
 
 
 @lru_cache(maxsize=2)
@@ -47,7 +48,7 @@ def _queries(data_dir: str) -> tuple[Query, ...]:
 
 
 def registry_for(settings: Settings) -> Registry:
-    return _registry(str(settings.data_dir()), settings.registry)
+    return _registry(str(settings.data_dir()), settings.registry, str(settings.cache_dir))
 
 
 def queries_for(settings: Settings, subset: str | None = None) -> list[Query]:

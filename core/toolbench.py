@@ -81,20 +81,32 @@ def _first_existing(data_dir: Path, names: tuple[str, ...]) -> Path | None:
     return next((data_dir / n for n in names if (data_dir / n).is_file()), None)
 
 
-def load_registry(data_dir: Path, which: str = "full") -> list[Api]:
-    """The API registry: `full` (~47k, registry_full.jsonl.gz) or `documented` (4,940)."""
-    if (data_dir / "toolenv").is_dir() or (data_dir / "tools").is_dir():
-        return load_official_registry(data_dir)
-    names = {
-        "full": ("registry_full.jsonl.gz", "registry_full.jsonl", "registry.jsonl.gz", "registry.jsonl"),
-        "documented": ("registry.jsonl.gz", "registry.jsonl"),
-    }[which]
+REGISTRY_FILES = {
+    "full": ("registry_full.jsonl.gz", "registry_full.jsonl", "registry.jsonl.gz", "registry.jsonl"),
+    "documented": ("registry.jsonl.gz", "registry.jsonl"),
+}
+
+
+def is_official_layout(data_dir: Path) -> bool:
+    return (data_dir / "toolenv").is_dir() or (data_dir / "tools").is_dir()
+
+
+def registry_path(data_dir: Path, which: str = "full") -> Path:
+    """The compact registry file for `which`; DataNotFoundError when there is none."""
+    names = REGISTRY_FILES[which]
     path = _first_existing(data_dir, names)
     if path is None:
         raise DataNotFoundError(f"No registry file ({names[0]}) in {data_dir}; set TOOLBENCH_DATA.")
+    return path
+
+
+def load_registry(data_dir: Path, which: str = "full") -> list[Api]:
+    """The API registry: `full` (~47k, registry_full.jsonl.gz) or `documented` (4,940)."""
+    if is_official_layout(data_dir):
+        return load_official_registry(data_dir)
     apis: list[Api] = []
     seen: set[ApiKey] = set()
-    for row in _read_jsonl(path):
+    for row in _read_jsonl(registry_path(data_dir, which)):
         api = Api(row["tool_name"], row["api_name"], row.get("category") or "",
                   row.get("description") or "", row.get("doc_source", "full"))
         if api.key not in seen:

@@ -8,16 +8,13 @@ taken once the page has settled (no script running for a while), as benchmarks/a
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
-import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from app_load import CHROMIUM_ARGS, free_port, settled  # noqa: E402
+from app_load import CHROMIUM_ARGS, settled, streamlit_server  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 FREE_TEXT = "I'm planning a trip to London: find hotels, check the currency rate and look up my IP"
@@ -37,19 +34,7 @@ SHOTS = [  # file, url path and query, page title
 def main() -> int:
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.1)
+    with streamlit_server() as url:
         OUT.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
@@ -61,9 +46,6 @@ def main() -> int:
                 page.screenshot(path=str(OUT / name), full_page=True)
                 print(f"saved {OUT / name}")
             browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(10)
     return 0
 
 

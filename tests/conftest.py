@@ -109,7 +109,7 @@ def write_compact_data(folder: Path, apis: Sequence[Api], query_rows: Sequence[d
     with gzip.open(folder / "registry.jsonl.gz", "wt", encoding="utf-8") as fh:
         for api in apis:
             fh.write(json.dumps({"category": api.category, "tool_name": api.tool_name, "api_name": api.api_name,
-                                 "description": api.description}) + "\n")
+                                 "description": api.description, "doc_source": api.doc_source}) + "\n")
     with gzip.open(folder / "queries.jsonl.gz", "wt", encoding="utf-8") as fh:
         for row in query_rows:
             fh.write(json.dumps(row) + "\n")

@@ -379,17 +379,25 @@ def test_llm_runs_after_the_first_get_their_own_cache_entries(tmp_path: Path, mo
     assert build(1).stub_writer.prompt_version == build(0).stub_writer.prompt_version  # provenance unchanged
 
 
-def test_a_fallback_stub_is_stored_without_the_query_text_and_rebuilt_for_reuse(db_url: str) -> None:
-    class Failing(FakeStubWriter):
-        def write(self, query: str) -> StubOutcome:
-            return StubOutcome((Stub(query),), self.backend, self.model, self.prompt_version, fallback=True,
-                               error="malformed_json: no JSON object in reply")
+class FailingStubWriter(FakeStubWriter):
+    """Every write fails: PtR falls back to the raw query as its only stub."""
 
+    def write(self, query: str) -> StubOutcome:
+        return StubOutcome((Stub(query),), self.backend, self.model, self.prompt_version, fallback=True,
+                           error="malformed_json: no JSON object in reply")
+
+
+def main_study_with_fallback_stubs(db_url: str) -> tuple[Store, Retriever, list[Query]]:
     store = Store(db_url)
     retriever = memoised(make_retriever())
     queries = make_queries()
-    run_main(store, retriever, lambda r: Agents(Failing(r), FakePlanner()), queries, runs=1, concurrency=2,
-             commit="x")
+    run_main(store, retriever, lambda r: Agents(FailingStubWriter(r), FakePlanner()), queries, runs=1,
+             concurrency=2, commit="x")
+    return store, retriever, queries
+
+
+def test_a_fallback_stub_is_stored_without_the_query_text_and_rebuilt_for_reuse(db_url: str) -> None:
+    store, retriever, queries = main_study_with_fallback_stubs(db_url)
     run_ksweep(store, retriever, queries, ks=(5, 10), commit="x")
     by_uid = {q.uid: q for q in queries}
     for row in rows_of(store, arch="ptr"):
@@ -425,16 +433,7 @@ def test_hybrid_reuses_stored_stubs_adds_the_query_and_resumes(db_url: str) -> N
 
 
 def test_hybrid_of_fallback_stubs_is_the_query_alone_and_stores_no_query_text(db_url: str) -> None:
-    class Failing(FakeStubWriter):
-        def write(self, query: str) -> StubOutcome:
-            return StubOutcome((Stub(query),), self.backend, self.model, self.prompt_version, fallback=True,
-                               error="timeout")
-
-    store = Store(db_url)
-    retriever = memoised(make_retriever())
-    queries = make_queries()
-    run_main(store, retriever, lambda r: Agents(Failing(r), FakePlanner()), queries, runs=1, concurrency=2,
-             commit="x")
+    store, retriever, queries = main_study_with_fallback_stubs(db_url)
     run_hybrid(store, retriever, queries, commit="x")
     rtp = {r.query_uid: r for r in rows_of(store, kind="main", arch="rtp")}
     for row in rows_of(store, kind="hybrid"):
