@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from core.toolbench import SUBSETS
+
 ALL = "all"
 ROUTER_NOTE = ("a query goes to PtR when RtP's top-1 cosine is below the threshold, else to RtP; the threshold is "
                "fitted on 4 folds and applied to the 5th (stratified by subset), so router_recall is out of sample; "
@@ -103,8 +105,10 @@ def router_table(cv: pd.DataFrame) -> pd.DataFrame:
 
     if cv.empty:
         return pd.DataFrame(columns=TABLE_COLUMNS)
+    order = {name: i for i, name in enumerate(SUBSETS)}
+    groups = sorted(cv.groupby("subset"), key=lambda item: (order.get(item[0], len(order)), item[0]))
     rows = []
-    for subset, group in [*cv.groupby("subset", sort=True), (ALL, cv)]:
+    for subset, group in [*groups, (ALL, cv)]:
         rtp, ptr, router = (group[c].to_numpy(dtype=float) for c in ("rtp_recall", "ptr_recall", "router_recall"))
         best = rtp if rtp.mean() >= ptr.mean() else ptr
         diff = router - best

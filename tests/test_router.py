@@ -54,6 +54,12 @@ def test_cross_validation_fits_on_other_folds_and_is_stratified() -> None:
     assert table.loc["all", "router_recall"] > max(table.loc["all", "rtp_recall"], table.loc["all", "ptr_recall"])
 
 
+def test_router_table_lists_subsets_in_the_study_order() -> None:
+    data = pd.concat([separable(20, "G1_category", 1), separable(20, "G1_instruction", 2)], ignore_index=True)
+    assert router.router_table(router.cross_validate(data))["subset"].tolist() == ["G1_instruction", "G1_category",
+                                                                                      "all"]
+
+
 def test_out_of_sample_recall_is_not_the_in_sample_one() -> None:
     # Pure noise: the in-sample fit always finds a lucky threshold; held-out folds give it back.
     rng = np.random.default_rng(7)

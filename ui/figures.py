@@ -301,7 +301,7 @@ def router_curve(curve: pd.DataFrame, table: pd.DataFrame, threshold: float | No
                                  hoverinfo="skip"))
     if threshold is not None and math.isfinite(threshold):
         fig.add_vline(x=threshold, line={"color": "#2ca02c", "width": 1},
-                      annotation_text=f"fitted τ = {threshold:.3f}", annotation_position="top left")
+                      annotation_text=f"fitted τ = {threshold:.3f}", annotation_position="bottom right")
     fig.update_xaxes(title_text="RtP top-1 cosine threshold τ (below τ → PtR)")
     fig.update_yaxes(title_text="mean recall", secondary_y=False)
     fig.update_yaxes(title_text="share sent to PtR", tickformat=".0%", range=[0, 1], secondary_y=True)
