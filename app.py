@@ -16,7 +16,7 @@ from ui.session import base_settings, current_settings, index_job
 from ui.widgets import error, offline_banner
 
 PAGES = [
-    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", default=True),  # served at /
     st.Page("app_pages/inspector.py", title="Query Inspector", icon=":material/search:", url_path="inspector"),
     st.Page("app_pages/results.py", title="Results", icon=":material/monitoring:", url_path="results"),
     st.Page("app_pages/examples.py", title="Examples", icon=":material/compare_arrows:", url_path="examples"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.lab import queries_for, registry_for
+from core.lab import queries_for
 from core.offline_split import OFFLINE_LABEL
 from core.settings import DataNotFoundError
 from ui import figures, paper, tables
@@ -44,18 +44,35 @@ with side:
                  width="stretch")
 
 st.subheader("Status")
-status = safe_read(settings, "status") or {}
+
+
+def status_table() -> None:
+    """Data, registry, model, index, backend and results; while the index loads, this polls once a second
+    and reruns the page when it is ready (so the sidebar's index line updates too)."""
+    status = safe_read(settings, "status") or {}
+    try:
+        data = f"{settings.data_dir()} · {len(queries_for(settings)):,} benchmark queries"
+        job = index_job(settings)
+    except DataNotFoundError as exc:
+        data, registry, index = str(exc), "–", "–"
+    else:
+        if loading and job.finished:  # `loading` is this page run's view; fragment reruns keep polling until here
+            st.rerun()
+        registry = (f"{settings.registry} · {job.info.size:,} APIs" if job.info
+                    else f"{settings.registry} · {'loading…' if not job.finished else '–'}")
+        index = job.status
+    runs = ", ".join(f"{kind} {n}" for kind, n in (status.get("kinds") or {}).items())
+    st.dataframe(pd.DataFrame({"": ["ToolBench data", "Registry", "Embedding model", "Index", "LLM backend", "Results"],
+                               "status": [data, registry, settings.embedding_model, index,
+                                          OFFLINE_LABEL if settings.llm_backend == "offline"
+                                          else f"{settings.llm_backend} · {settings.llm_model}",
+                                          f"{status.get('n_complete', 0):,} complete runs ({runs or 'none'}) · "
+                                          f"{status.get('error') or settings.results_url.removeprefix('sqlite:///')}"]}),
+                 hide_index=True, width="stretch")
+
+
 try:
-    data = f"{settings.data_dir()} · {len(queries_for(settings)):,} benchmark queries"
-    registry = f"{settings.registry} · {len(registry_for(settings)):,} APIs"
-    index = index_job(settings).status
-except DataNotFoundError as exc:
-    data, registry, index = str(exc), "–", "–"
-runs = ", ".join(f"{kind} {n}" for kind, n in (status.get("kinds") or {}).items())
-st.dataframe(pd.DataFrame({"": ["ToolBench data", "Registry", "Embedding model", "Index", "LLM backend", "Results"],
-                           "status": [data, registry, settings.embedding_model, index,
-                                      OFFLINE_LABEL if settings.llm_backend == "offline"
-                                      else f"{settings.llm_backend} · {settings.llm_model}",
-                                      f"{status.get('n_complete', 0):,} complete runs ({runs or 'none'}) · "
-                                      f"{status.get('error') or settings.results_url.removeprefix('sqlite:///')}"]}),
-             hide_index=True, width="stretch")
+    loading = not index_job(settings).finished
+except DataNotFoundError:
+    loading = False
+st.fragment(status_table, run_every=1.0 if loading else None)()

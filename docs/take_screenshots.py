@@ -19,7 +19,7 @@ from app_load import CHROMIUM_ARGS, settled, streamlit_server  # noqa: E402
 OUT = ROOT / "docs" / "screenshots"
 FREE_TEXT = "I'm planning a trip to London: find hotels, check the currency rate and look up my IP"
 SHOTS = [  # file, url path and query, page title
-    ("overview.png", "overview", "Tool Discovery Lab"),
+    ("overview.png", "", "Tool Discovery Lab"),
     ("inspector_free_text.png", "inspector?" + urllib.parse.urlencode({"q": FREE_TEXT, "k": 5}), "Query Inspector"),
     ("inspector_benchmark.png", "inspector?qid=G2_instruction:50866&k=5", "Query Inspector"),
     ("results.png", "results", "Results"),

@@ -116,7 +116,7 @@ def markdown_everywhere(at: AppTest) -> str:
 
 # ---------------------------------------------------------------- overview and app frame
 
-def test_overview_shows_explanation_chart_status_and_offline_banner(app_env) -> None:
+def test_overview_shows_explanation_chart_status_and_offline_banner(app_env, index_ready) -> None:
     at = page("app.py")
     no_exception(at)
     assert at.title[0].value == "Tool Discovery Lab"

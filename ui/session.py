@@ -81,7 +81,7 @@ class IndexJob:
             return f"failed: {self.error}"
         if self.total:
             return f"embedding {self.done:,} / {self.total:,} APIs ({self.fraction:.0%})"
-        return "loading the embedding model"
+        return "loading the registry, the query encoder and the cached vectors"
 
 
 @st.cache_resource(show_spinner=False, max_entries=4, validate=lambda job: job.error is None)
