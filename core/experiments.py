@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -293,10 +293,10 @@ def open_run(store: Store, spec: RunSpec, queries: Sequence[Query], resume: bool
     return store.start_run(spec, len(queries), commit, config), list(queries)
 
 
-def _progress(total: int, desc: str, enabled: bool):
+def _progress(total: int, desc: str, enabled: bool, unit: str = "query"):
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="query", file=sys.stderr, disable=not enabled, smoothing=0.1)
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not enabled, smoothing=0.1)
 
 
 def execute(store: Store, jobs: Sequence[_Job], concurrency: int, progress: bool = False, desc: str = "") -> None:
@@ -492,6 +492,20 @@ def stored_stubs(store: Store, run_id: int, queries: Sequence[Query]) -> dict[st
     return out
 
 
+def _main_study_subsets(store: Store, retriever: Retriever, queries: Sequence[Query], study: str, progress: bool,
+                        llm_backend: str | None, commit: str | None) -> Iterator[tuple[str, list[Query], Sources, Setup]]:
+    """Per subset, for studies built on the main runs: its queries, those runs and their setup (progress per subset)."""
+    subsets = by_subset(queries)
+    bar = _progress(len(subsets), f"bench {study}", progress, unit="subset")
+    try:
+        for subset, qs in subsets.items():
+            src = main_sources(store, retriever, subset, llm_backend)
+            yield subset, qs, src, Setup.of_run(src.rtp, commit)
+            bar.update(1)
+    finally:
+        bar.close()
+
+
 def _insert_run(store: Store, run_id: int, rows: list[dict[str, Any]]) -> None:
     for start in range(0, len(rows), INSERT_CHUNK):
         store.add_results(rows[start:start + INSERT_CHUNK])
@@ -510,11 +524,8 @@ def run_ksweep(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
     retriever = memoised(retriever)
     ks = sorted(set(ks))
     touched: list[int] = []
-    subsets = by_subset(queries)
-    bar = _progress(len(subsets), "bench ksweep", progress)
-    for subset, qs in subsets.items():
-        src = main_sources(store, retriever, subset, llm_backend)
-        setup = Setup.of_run(src.rtp, commit)
+    for subset, qs, src, setup in _main_study_subsets(store, retriever, queries, "ksweep", progress, llm_backend,
+                                                      commit):
         rtp_base = dict(zip((q.uid for q in qs), rtp_batch([q.query for q in qs], max(ks), retriever)))
         for k in ks:
             opened = open_run(store, setup.spec("ksweep", "rtp", subset, k, 0, source_run_id=src.rtp.id), qs,
@@ -546,8 +557,6 @@ def run_ksweep(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
                     rows.append(row)
                 _insert_run(store, run_id, rows)
                 touched.append(run_id)
-        bar.update(1)
-    bar.close()
     return touched
 
 
@@ -558,11 +567,8 @@ def run_hybrid(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
     stored stubs plus the raw query, merged by best similarity. No LLM calls; retrieval only."""
     retriever = memoised(retriever)
     touched: list[int] = []
-    subsets = by_subset(queries)
-    bar = _progress(len(subsets), "bench hybrid", progress)
-    for subset, qs in subsets.items():
-        src = main_sources(store, retriever, subset, llm_backend)
-        setup = Setup.of_run(src.rtp, commit)
+    for subset, qs, src, setup in _main_study_subsets(store, retriever, queries, "hybrid", progress, llm_backend,
+                                                      commit):
         k = src.rtp.spec.k
         rtp_keys = {q.uid: d.keys for q, d in zip(qs, rtp_batch([q.query for q in qs], k, retriever))}
         for r, source in src.ptr.items():
@@ -579,8 +585,6 @@ def run_hybrid(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
             _insert_run(store, run_id, [{**base_row(run_id, q, d, with_hits=r == 0),
                                          **overlap_fields(d, rtp_keys[q.uid])} for q, d in zip(todo, found)])
             touched.append(run_id)
-        bar.update(1)
-    bar.close()
     return touched
 
 
@@ -652,6 +656,4 @@ def run_scaling(store: Store, retriever: Retriever, queries: Sequence[Query], *,
                         for q in todo]
                 _insert_run(store, run_id, rows)
                 touched.append(run_id)
-        bar.update(1)
-    bar.close()
     return touched

@@ -231,15 +231,25 @@ def test_plan_pass_proxy_needs_a_gold_selection_and_no_refusal_or_parse_error() 
     assert not plan_pass(Plan((), (), refusal=None, parse_error="malformed_json: x", **base), gold)
 
 
-def test_ksweep_reuses_stored_stubs_without_discovery_calls(db_url: str) -> None:
+def main_study(db_url: str):
+    """A two-run main study over the fake agents: (store, retriever, queries, agents factory)."""
     store = Store(db_url)
     retriever = memoised(make_retriever())
     queries = make_queries()
     factory = fake_agents()
     run_main(store, retriever, factory, queries, runs=2, concurrency=2, commit="x")
-    calls_before = sum(a.stub_writer.calls for a in factory.made.values())
+    return store, retriever, queries, factory
+
+
+def discovery_calls(factory) -> int:
+    return sum(a.stub_writer.calls for a in factory.made.values())
+
+
+def test_ksweep_reuses_stored_stubs_without_discovery_calls(db_url: str) -> None:
+    store, retriever, queries, factory = main_study(db_url)
+    calls_before = discovery_calls(factory)
     ids = run_ksweep(store, retriever, queries, ks=(1, 5, 10), commit="x")
-    assert sum(a.stub_writer.calls for a in factory.made.values()) == calls_before
+    assert discovery_calls(factory) == calls_before
     sweep = store.runs(kind="ksweep")
     assert len(ids) == len(sweep) == 2 * (3 + 3 * 2)  # subsets x (RtP per k + PtR per k and main run)
     assert all(r.status == "complete" and store.count_results(r.id) == 6 for r in sweep)
@@ -410,14 +420,10 @@ def test_a_fallback_stub_is_stored_without_the_query_text_and_rebuilt_for_reuse(
 
 
 def test_hybrid_reuses_stored_stubs_adds_the_query_and_resumes(db_url: str) -> None:
-    store = Store(db_url)
-    retriever = memoised(make_retriever())
-    queries = make_queries()
-    factory = fake_agents()
-    run_main(store, retriever, factory, queries, runs=2, concurrency=2, commit="x")
-    calls_before = sum(a.stub_writer.calls for a in factory.made.values())
+    store, retriever, queries, factory = main_study(db_url)
+    calls_before = discovery_calls(factory)
     ids = run_hybrid(store, retriever, queries, commit="x")
-    assert sum(a.stub_writer.calls for a in factory.made.values()) == calls_before  # no discovery calls
+    assert discovery_calls(factory) == calls_before  # no discovery calls
     runs = store.runs(kind="hybrid")
     assert len(ids) == len(runs) == 2 * 2 and all(r.spec.arch == "hybrid" and r.spec.k == 5 for r in runs)
     assert all(r.status == "complete" and store.count_results(r.id) == 6 for r in runs)
