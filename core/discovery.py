@@ -113,9 +113,13 @@ class Retriever:
         return self.corpus_vectors[rows]
 
     def hits_for(self, scores: np.ndarray, rows: np.ndarray, stub: str | None = None) -> list[Hit]:
+        return list(self.merged_hits([(r, float(s), stub) for s, r in zip(scores, rows)]))
+
+    def merged_hits(self, ranked: Sequence[tuple[int, float, str | None]]) -> tuple[Hit, ...]:
+        """Hits ranked 1.. from (registry row, score, stub that found it) triples, as merge_stub_hits gives."""
         apis = self.registry.apis
-        return [Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, float(s), i + 1, stub)
-                for i, (s, r) in enumerate(zip(scores, rows))]
+        return tuple(Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, score, i + 1, stub)
+                     for i, (r, score, stub) in enumerate(ranked))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self.encoder.encode(list(texts))
@@ -146,6 +150,13 @@ def merge_stub_hits(per_stub: Sequence[tuple[str, np.ndarray, np.ndarray]], k: i
     return [(row, score, stub) for row, (score, stub) in ranked], len(best)
 
 
+def merged_search(labels: Sequence[str], vectors: np.ndarray, k: int, retriever: Retriever) -> tuple[tuple[Hit, ...], int]:
+    """Each vector's top-k, merged by best similarity (merge_stub_hits): (hits, union size)."""
+    scores, rows = retriever.index.batch_search(vectors, k)
+    merged, width = merge_stub_hits([(label, scores[i], rows[i]) for i, label in enumerate(labels)], k)
+    return retriever.merged_hits(merged), width
+
+
 def ptr_retrieve(stubs: Sequence[Stub], k: int, retriever: Retriever, stub_text: str = "name_reasoning",
                  stub_vectors: np.ndarray | None = None) -> Discovery:
     """Plan-then-Retrieve's retrieval half, given stubs (written once, reused across k and registries)."""
@@ -153,11 +164,7 @@ def ptr_retrieve(stubs: Sequence[Stub], k: int, retriever: Retriever, stub_text:
         raise ValueError("PtR needs at least one stub")
     start = time.perf_counter()
     vectors = retriever.encode([s.text(stub_text) for s in stubs]) if stub_vectors is None else stub_vectors
-    scores, rows = retriever.index.batch_search(vectors, k)
-    merged, width = merge_stub_hits([(s.name, scores[i], rows[i]) for i, s in enumerate(stubs)], k)
-    apis = retriever.registry.apis
-    hits = tuple(Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, s, i + 1, stub)
-                 for i, (r, s, stub) in enumerate(merged))
+    hits, width = merged_search([s.name for s in stubs], vectors, k, retriever)
     return Discovery("ptr", k, hits, tuple(stubs), width, time.perf_counter() - start)
 
 
@@ -172,10 +179,5 @@ def hybrid_retrieve(query: str, stubs: Sequence[Stub], k: int, retriever: Retrie
     start = time.perf_counter()
     text = clean_query(query)
     vectors = retriever.encode([text, *(s.text(stub_text) for s in stubs)])
-    scores, rows = retriever.index.batch_search(vectors, k)
-    labels = [QUERY_LABEL, *(s.name for s in stubs)]
-    merged, width = merge_stub_hits([(label, scores[i], rows[i]) for i, label in enumerate(labels)], k)
-    apis = retriever.registry.apis
-    hits = tuple(Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, sc, i + 1, label)
-                 for i, (r, sc, label) in enumerate(merged))
+    hits, width = merged_search([QUERY_LABEL, *(s.name for s in stubs)], vectors, k, retriever)
     return Discovery("hybrid", k, hits, tuple(stubs), width, time.perf_counter() - start)

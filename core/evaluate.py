@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core import metrics
-from core.discovery import QUERY_LABEL, Discovery, Hit, Retriever, Stub, merge_stub_hits
+from core.discovery import QUERY_LABEL, Discovery, Retriever, Stub, merge_stub_hits
 from core.stats import summarise
 from core.toolbench import Query
 
@@ -41,7 +41,6 @@ def _merged_batch(arch: str, searches: Sequence[Sequence[tuple[str, str]]], stub
     vectors = retriever.encode([text for _, text in flat])
     scores, rows = retriever.index.batch_search(vectors, max(ks))
     out: dict[int, list[Discovery]] = {k: [] for k in ks}
-    apis = retriever.registry.apis
     start = 0
     for group, stubs in zip(searches, stub_lists):
         block = range(start, start + len(group))
@@ -50,9 +49,8 @@ def _merged_batch(arch: str, searches: Sequence[Sequence[tuple[str, str]]], stub
         top1 = [(int(rows[i, 0]), float(scores[i, 0])) for i in block]
         for k in ks:
             merged, width = merge_stub_hits([(flat[i][0], scores[i, :k], rows[i, :k]) for i in block], k)
-            hits = tuple(Hit(apis[r].tool_name, apis[r].api_name, apis[r].category, s, n + 1, label)
-                         for n, (r, s, label) in enumerate(merged))
-            out[k].append(Discovery(arch, k, hits, tuple(stubs), width, extra={"stub_top1": top1}))
+            out[k].append(Discovery(arch, k, retriever.merged_hits(merged), tuple(stubs), width,
+                                    extra={"stub_top1": top1}))
     return out
 
 
