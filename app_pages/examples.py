@@ -6,7 +6,8 @@ import streamlit as st
 
 from core.lab import queries_for
 from core.settings import DataNotFoundError
-from ui import figures, tables
+from core.toolbench import subset_order
+from ui import tables
 from ui.figures import OUTCOME_NAMES
 from ui.session import current_settings
 from ui.widgets import download_buttons, results_ready, safe_read
@@ -32,7 +33,7 @@ except DataNotFoundError:
     texts = {}
     st.caption("ToolBench data not found: query texts are not shown (set TOOLBENCH_DATA).")
 
-subsets = top[1].multiselect("Subset", figures.subset_order(per_query["subset"]), placeholder="all subsets")
+subsets = top[1].multiselect("Subset", subset_order(per_query["subset"]), placeholder="all subsets")
 outcomes = top[2].multiselect("Outcome", list(OUTCOME_NAMES), format_func=OUTCOME_NAMES.get, placeholder="any outcome")
 text = top[3].text_input("Text in query or stubs", placeholder="e.g. weather")
 diff = st.slider("Recall difference (PtR − RtP)", -1.0, 1.0, (-1.0, 1.0), step=0.05)

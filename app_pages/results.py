@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from core import analysis, router
+from core.toolbench import subset_order
 from ui import figures, paper, tables
 from ui.safe import md
 from ui.session import current_settings
@@ -93,7 +94,7 @@ def per_query_tab() -> None:
     k = int(setup["k"])
     per_query = safe_read(settings, "per_query", None, gold=gold, k=k, backend=backend)
     if per_query is not None:
-        subsets = figures.subset_order(per_query["subset"])
+        subsets = subset_order(per_query["subset"])
         subset = st.selectbox("Subset", subsets, key="res_pq_subset") if subsets else None
         chart, side = st.columns([3, 2])
         chart.plotly_chart(db_figure(settings, ("per_query", gold, backend, subset),

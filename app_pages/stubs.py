@@ -6,6 +6,7 @@ import streamlit as st
 
 from core.lab import queries_for
 from core.settings import DataNotFoundError
+from core.toolbench import subset_order
 from ui import figures, paper, tables
 from ui.session import current_settings
 from ui.state import db_figure
@@ -36,7 +37,7 @@ if stats is not None:
 st.subheader("Does a stub's top-1 cosine tell a right match from a wrong one?")
 cosines = safe_read(settings, "stub_cosines")
 if isinstance(cosines, pd.DataFrame):
-    subsets = figures.subset_order(cosines["subset"])
+    subsets = subset_order(cosines["subset"])
     subset = st.selectbox("Subset", subsets, key="stub_cos_subset") if subsets else None
     part = cosines[cosines["subset"] == subset]
     if gold == "relevant" and "correct_relevant" in part.columns:
@@ -48,7 +49,7 @@ if isinstance(cosines, pd.DataFrame):
     download_buttons(cosines, "stub_cosines")
 
 k = int((safe_read(settings, "setup") or {}).get("k", 5))
-table_subsets = figures.subset_order(stats["subset"]) if isinstance(stats, pd.DataFrame) else []
+table_subsets = subset_order(stats["subset"]) if isinstance(stats, pd.DataFrame) else []
 subset_filter = st.selectbox("Subset for the tables below", [None, *table_subsets], format_func=lambda s: s or "all")
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from core.stats import summarise
-from core.toolbench import SUBSETS
+from core.toolbench import subset_order
 
 EPS = 1e-12
 OUTCOMES = ("rtp_wins", "ptr_wins", "tie", "both_miss")
@@ -493,8 +493,8 @@ def hybrid_table(pq: pd.DataFrame, hybrid_rows: pd.DataFrame, gold: str = "api_l
     merged = pq.merge(per_query_hybrid, on=["subset", "query_id"], how="inner").dropna(subset=["recall"])
     kept = rows.merge(merged[["subset", "query_id"]], on=["subset", "query_id"])  # rows of the compared queries
     out = []
-    groups = [*merged.groupby("subset", sort=False), ("all", merged)]
-    for subset, group in groups:
+    for subset, group in [*((s, merged[merged["subset"] == s]) for s in subset_order(merged["subset"])),
+                          ("all", merged)]:
         if group.empty:
             continue
         rtp, ptr, hyb = (group[c].to_numpy(dtype=float) for c in ("rtp_recall", "ptr_recall", "recall"))
@@ -508,6 +508,4 @@ def hybrid_table(pq: pd.DataFrame, hybrid_rows: pd.DataFrame, gold: str = "api_l
                     if len(run_means) > 1 else math.nan, "hybrid_precision": float(group["precision"].mean()),
                     "best_single": best_name, "vs_best_single": diff.mean(), "p_vs_best": p,
                     "share_at_least_both": float(np.mean(hyb >= np.maximum(rtp, ptr) - EPS))})
-    table = pd.DataFrame(out, columns=HYBRID_COLUMNS)
-    order = {name: i for i, name in enumerate([*SUBSETS, "all"])}
-    return table.sort_values("subset", key=lambda c: c.map(lambda x: order.get(x, len(order)))).reset_index(drop=True)
+    return pd.DataFrame(out, columns=HYBRID_COLUMNS)

@@ -81,7 +81,6 @@ from core import analysis, router
 from core.store import (SCHEMA_VERSION, QueryResult, Run, SchemaInfo, SchemaMismatch, check_schema, make_engine,
                         sqlite_path, unpack_if_packed)
 
-ROUTER_FOLDS, ROUTER_SEED = 5, 0  # the router's cross-validation: fixed, so every page shows the same split
 SETUP_FIELDS = ("registry_hash", "embedding_model", "llm_backend", "llm_model", "discovery_prompt_version",
                 "planner_prompt_version")
 CONFIG_FIELDS = ("kind", "arch", "subset", "k", "run_index", "sub_size", "sub_seed")
@@ -491,7 +490,7 @@ class ResultsReader:
 
     def _router_cv(self, gold: str, k: int, backend: str | None) -> pd.DataFrame:
         return self._memo(("router_cv", gold, k, backend), lambda: router.cross_validate(
-            self.per_query(None, gold, k, backend), folds=ROUTER_FOLDS, seed=ROUTER_SEED))
+            self.per_query(None, gold, k, backend)))
 
     def router_table(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> pd.DataFrame:
         """RtP, PtR, the cross-validated top-1-cosine router and the oracle, per subset and overall."""
@@ -516,7 +515,7 @@ class ResultsReader:
             fit = router.fit_threshold(pq)
             cv = self._router_cv(gold, k, backend)
             return {"threshold": fit.threshold, "in_sample_recall": fit.recall, "share_to_ptr": fit.share_to_ptr,
-                    "n": len(pq), "folds": ROUTER_FOLDS,
+                    "n": len(pq), "folds": router.FOLDS,
                     "fold_thresholds": sorted(set(cv["threshold"].round(6).tolist()))}
         return self._memo(("router_fit", gold, k, backend), compute)
 

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.toolbench import SUBSETS
+from core.toolbench import subset_order
 
 ALL = "all"
+FOLDS, SEED = 5, 0  # the cross-validation: fixed, so every page and report shows the same split
 ROUTER_NOTE = ("a query goes to PtR when RtP's top-1 cosine is below the threshold, else to RtP; the threshold is "
-               "fitted on 4 folds and applied to the 5th (stratified by subset), so router_recall is out of sample; "
-               "share_to_ptr is the share of queries that need the discovery call; vs_best_single compares with the "
+               f"fitted on {FOLDS - 1} of {FOLDS} folds and applied to the held-out one (stratified by subset), so "
+               "router_recall is out of sample; share_to_ptr is the share of queries that need the discovery call; vs_best_single compares with the "
                "better fixed architecture on the same queries (Wilcoxon p); oracle_recall picks the better side "
                "per query and is an upper bound")
 TABLE_COLUMNS = ["subset", "n", "rtp_recall", "ptr_recall", "router_recall", "oracle_recall", "share_to_ptr",
@@ -79,7 +80,7 @@ def fold_ids(frame: pd.DataFrame, folds: int, seed: int) -> np.ndarray:
     return out
 
 
-def cross_validate(per_query: pd.DataFrame, folds: int = 5, seed: int = 0) -> pd.DataFrame:
+def cross_validate(per_query: pd.DataFrame, folds: int = FOLDS, seed: int = SEED) -> pd.DataFrame:
     """Each query routed by a threshold fitted on the other folds (one row per query, CV_COLUMNS)."""
     frame = per_query.dropna(subset=["rtp_top1", "rtp_recall", "ptr_recall"]).reset_index(drop=True)
     fold = fold_ids(frame, folds, seed)
@@ -105,10 +106,8 @@ def router_table(cv: pd.DataFrame) -> pd.DataFrame:
 
     if cv.empty:
         return pd.DataFrame(columns=TABLE_COLUMNS)
-    order = {name: i for i, name in enumerate(SUBSETS)}
-    groups = sorted(cv.groupby("subset"), key=lambda item: (order.get(item[0], len(order)), item[0]))
     rows = []
-    for subset, group in [*groups, (ALL, cv)]:
+    for subset, group in [*((s, cv[cv["subset"] == s]) for s in subset_order(cv["subset"])), (ALL, cv)]:
         rtp, ptr, router = (group[c].to_numpy(dtype=float) for c in ("rtp_recall", "ptr_recall", "router_recall"))
         best = rtp if rtp.mean() >= ptr.mean() else ptr
         diff = router - best

@@ -17,6 +17,12 @@ SUBSETS = ("G1_instruction", "G1_category", "G1_tool", "G2_instruction", "G2_cat
 PAPER_SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
 
 
+def subset_order(subsets: object) -> list[str]:
+    """Known subsets in the study's order (G1 → G3), then any others alphabetically."""
+    present = set(subsets)  # type: ignore[arg-type]
+    return [s for s in SUBSETS if s in present] + sorted(present - set(SUBSETS))
+
+
 def display_name(tool: str, api: str) -> str:
     """The name shown in prompts and screens; raw names (leading spaces and all) are kept elsewhere."""
     return f"{tool.strip()}/{api.strip()}"

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.toolbench import SUBSETS
+from core.toolbench import subset_order
 from ui.paper import PAPER_LABEL
 from ui.safe import plot_text
 
@@ -24,12 +24,6 @@ OUTCOME_NAMES = {"rtp_wins": "RtP wins", "ptr_wins": "PtR wins", "tie": "tie", "
 MAP_MARKERS = {"query": ("star", 18, "#111111"), "stub": ("diamond", 13, "#ff7f0e"),
                "rtp": ("circle-open", 14, ARCH_COLORS["rtp"]), "ptr": ("square-open", 14, ARCH_COLORS["ptr"])}
 MAP_NAMES = {"query": "query", "stub": "PtR stub", "rtp": "RtP hit", "ptr": "PtR hit"}
-
-
-def subset_order(subsets: object) -> list[str]:
-    """Known subsets in the study's order (G1 → G3), then any others alphabetically."""
-    present = set(subsets)  # type: ignore[arg-type]
-    return [s for s in SUBSETS if s in present] + sorted(present - set(SUBSETS))
 
 
 def _layout(fig: go.Figure, title: str, height: int = 420, legend_below: bool = False) -> go.Figure:
