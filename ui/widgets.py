@@ -159,6 +159,16 @@ def plan_view(plan: dict | None) -> None:
                f"{plan.get('apis_named', len(selected))} APIs named")
 
 
+def score_line(block: dict, k: int, tail: str) -> str:
+    """One architecture's numbers: recall@k and precision@k when gold is known (a benchmark query), top-1
+    cosine, then `tail`."""
+    numbers = [f"top-1 cosine **{_fmt(block.get('top1_score'))}**", tail]
+    if "precision" in block:
+        numbers.insert(0, f"recall@{k} **{_fmt(block.get('recall'), 2)}** · precision@{k} "
+                          f"**{_fmt(block.get('precision'), 2)}**")
+    return " · ".join(numbers)
+
+
 def arch_column(arch: str, block: dict | None, lookup: Callable[[ApiKey], Api | None], k: int,
                 failure: str | None = None) -> None:
     """One architecture's column of the Inspector."""
@@ -166,12 +176,7 @@ def arch_column(arch: str, block: dict | None, lookup: Callable[[ApiKey], Api | 
     if block is None:
         error(failure or "This architecture produced no result.")
         return
-    numbers = [f"top-1 cosine **{_fmt(block.get('top1_score'))}**"]
-    if "precision" in block:  # gold is known (a benchmark query)
-        numbers.insert(0, f"recall@{k} **{_fmt(block.get('recall'), 2)}** · precision@{k} "
-                          f"**{_fmt(block.get('precision'), 2)}**")
-    numbers.append(f"{total_tokens(block):,} tokens · {total_latency_s(block):.2f} s")
-    st.markdown(" · ".join(numbers))
+    st.markdown(score_line(block, k, f"{total_tokens(block):,} tokens · {total_latency_s(block):.2f} s"))
     if arch == "ptr":
         if block.get("stub_fallback"):
             st.warning("Stub writing failed; PtR fell back to the raw query as its only stub"
@@ -197,12 +202,7 @@ def hybrid_section(block: dict | None, lookup: Callable[[ApiKey], Api | None], k
         return
     with st.container(border=True):
         st.subheader(ARCH_TITLES["hybrid"])
-        numbers = [f"top-1 cosine **{_fmt(block.get('top1_score'))}**",
-                   f"{block.get('search_width', 0)} candidates before the top-{k} cut"]
-        if "precision" in block:
-            numbers.insert(0, f"recall@{k} **{_fmt(block.get('recall'), 2)}** · precision@{k} "
-                              f"**{_fmt(block.get('precision'), 2)}**")
-        st.markdown(" · ".join(numbers))
+        st.markdown(score_line(block, k, f"{block.get('search_width', 0)} candidates before the top-{k} cut"))
         st.caption("PtR's stubs and the query itself are searched, and each API keeps its best similarity: "
                    "RtP's whole-query match survives when stub writing drops a brand name. No extra LLM call; "
                    "Results → Beyond the paper compares it with both architectures.")
