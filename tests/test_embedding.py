@@ -10,10 +10,10 @@ from core.registry import Registry
 
 
 def test_second_call_computes_nothing(tmp_path: Path, fake_encoder, small_registry: Registry) -> None:
-    first, cached = corpus_embeddings(fake_encoder, small_registry, tmp_path)
-    assert not cached and fake_encoder.calls == 1
-    second, cached = corpus_embeddings(fake_encoder, small_registry, tmp_path)
-    assert cached and fake_encoder.calls == 1
+    first, source = corpus_embeddings(fake_encoder, small_registry, tmp_path)
+    assert source == "built" and fake_encoder.calls == 1
+    second, source = corpus_embeddings(fake_encoder, small_registry, tmp_path)
+    assert source == "cache" and fake_encoder.calls == 1
     np.testing.assert_array_equal(first, second)
 
 
@@ -31,10 +31,10 @@ def test_damaged_cache_is_rebuilt(tmp_path: Path, fake_encoder, small_registry: 
         path.write_bytes(data[:-8] + bytes(b ^ 0x5A for b in data[-8:]))
     else:
         (tmp_path / f"emb-{key}.json").unlink()
-    rebuilt, cached = corpus_embeddings(fake_encoder, small_registry, tmp_path)
-    assert not cached and fake_encoder.calls == 2
+    rebuilt, source = corpus_embeddings(fake_encoder, small_registry, tmp_path)
+    assert source == "built" and fake_encoder.calls == 2
     np.testing.assert_array_equal(rebuilt, good)
-    assert corpus_embeddings(fake_encoder, small_registry, tmp_path)[1]  # and cached again
+    assert corpus_embeddings(fake_encoder, small_registry, tmp_path)[1] == "cache"  # and cached again
 
 
 def test_cache_key_depends_on_model_and_texts(fake_encoder, small_registry: Registry) -> None:

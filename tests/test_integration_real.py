@@ -18,9 +18,9 @@ SUB_REGISTRY_SIZE = 800
 
 
 @pytest.fixture(scope="module")
-def real_setup(shared_data: Path, tmp_path_factory: pytest.TempPathFactory):
-    full = Registry("full", tuple(load_registry(shared_data, "full")))
-    queries = [q for s in PAPER_SUBSETS for q in load_queries(shared_data) if q.subset == s]
+def real_setup(real_data: Path, tmp_path_factory: pytest.TempPathFactory):
+    full = Registry("full", tuple(load_registry(real_data, "full")))
+    queries = [q for s in PAPER_SUBSETS for q in load_queries(real_data) if q.subset == s]
     chosen = [q for s in PAPER_SUBSETS for q in [q for q in queries if q.subset == s][:4]]
     gold_rows = full.rows_of(k for q in chosen for k in q.gold("api_list") | q.gold("relevant"))
     rows = stratified_rows(full, SUB_REGISTRY_SIZE, gold_rows, seed=0)
@@ -34,14 +34,14 @@ def real_setup(shared_data: Path, tmp_path_factory: pytest.TempPathFactory):
 def test_real_model_vectors_and_cache(real_setup) -> None:
     settings, retriever, info, _ = real_setup
     assert info.model_id == "sentence-transformers/all-MiniLM-L6-v2" and info.dim == 384
-    assert info.size == SUB_REGISTRY_SIZE and not info.from_cache
+    assert info.size == SUB_REGISTRY_SIZE and info.source == "built"
     # Queries go through the numpy forward pass; sentence-transformers built the corpus: same vectors.
     assert info.runtime == "numpy"
     rows = list(range(0, SUB_REGISTRY_SIZE, 40))
     again_by_numpy = retriever.encode([retriever.registry.documents[r] for r in rows])
     assert np.abs(again_by_numpy - retriever.corpus_vectors[rows]).max() < 1e-5
     again, info2 = build_retriever(settings, encoder=retriever.encoder, registry=retriever.registry)
-    assert info2.from_cache  # a second start computes nothing
+    assert info2.source == "cache"  # a second start computes nothing
 
 
 def test_rtp_finds_gold_with_the_real_model(real_setup) -> None:

@@ -130,9 +130,9 @@ def test_max_parts_caps_the_output() -> None:
 
 
 @pytest.fixture(scope="module")
-def real_splits(shared_data: Path) -> dict[str, list[list[SubRequest]]]:
+def real_splits(real_data: Path) -> dict[str, list[list[SubRequest]]]:
     by_subset: dict[str, list[list[SubRequest]]] = {}
-    for q in load_queries(shared_data):
+    for q in load_queries(real_data):
         by_subset.setdefault(q.subset, []).append(split_subrequests(q.query))
     return by_subset
 
@@ -153,6 +153,6 @@ def test_multi_tool_queries_split_into_more_parts(real_splits: dict[str, list[li
         assert mean[multi] > 1.3
 
 
-def test_deterministic_on_real_queries(shared_data: Path) -> None:
-    queries = [q.query for q in load_queries(shared_data)[::7]]
+def test_deterministic_on_real_queries(real_data: Path) -> None:
+    queries = [q.query for q in load_queries(real_data)[::7]]
     assert [split_subrequests(q) for q in queries] == [split_subrequests(q) for q in queries]

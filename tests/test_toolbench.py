@@ -71,10 +71,10 @@ def test_data_dir_resolution(tmp_path: Path) -> None:
         Settings.from_env(env={"TOOLBENCH_DATA": str(tmp_path / "missing")}).data_dir()
 
 
-def test_real_data_counts(shared_data: Path) -> None:
-    queries = load_queries(shared_data)
+def test_real_data_counts(real_data: Path) -> None:
+    queries = load_queries(real_data)
     assert len(queries) == 1100
-    documented = load_registry(shared_data, "documented")
+    documented = load_registry(real_data, "documented")
     assert len(documented) == 4940
     keys = {a.key for a in documented}
     assert all(k in keys for q in queries for k in q.relevant_apis)  # SOURCES.md: 100% gold coverage

@@ -75,7 +75,7 @@ class IndexJob:
     def status(self) -> str:
         """One line for status displays."""
         if self.info is not None:
-            how = "loaded from cache" if self.info.from_cache else "built"
+            how = {"artifact": "loaded from the shipped index", "cache": "loaded from cache"}.get(self.info.source, "built")
             return f"{self.info.size:,} APIs · {how} in {self.info.seconds:.1f} s"
         if self.error:
             return f"failed: {self.error}"
