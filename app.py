@@ -9,11 +9,24 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.offline_split import OFFLINE_LABEL
 from core.settings import REGISTRIES, DataNotFoundError
-from ui.safe import md
 from ui.session import base_settings, current_settings, index_job
-from ui.widgets import error, offline_banner
+
+
+def start_index() -> None:
+    """Start (once per server) the background index load before the heavier page imports below: it runs
+    while they import, which is most of a fresh server's first answer."""
+    try:
+        index_job(current_settings())
+    except (DataNotFoundError, ValueError):
+        pass  # said on the page, below
+
+
+start_index()
+
+from core.offline_split import OFFLINE_LABEL  # noqa: E402 - after start_index on purpose
+from ui.safe import md  # noqa: E402
+from ui.widgets import error, offline_banner  # noqa: E402
 
 PAGES = [
     st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", default=True),  # served at /

@@ -5,11 +5,12 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from core.discovery import Retriever
 from core.build_lock import NotifyFn, ProgressFn
-from core.embedding import (Encoder, SentenceTransformerEncoder, canonical_model_id, corpus_embeddings,
+from core.discovery import Retriever
+from core.embedding import (Encoder, SentenceTransformerEncoder, cache_key, canonical_model_id, corpus_embeddings,
                             resolve_model_path)
 from core.index import VectorIndex
+from core.index_artifact import ArtifactError, artifact_name, read_header
 from core.registry import Registry
 from core.settings import Settings
 from core.registry_cache import load_registry_cached
@@ -84,6 +85,16 @@ def load_encoder(name: str, runtime: str = "auto") -> Encoder:
         if runtime == "numpy":
             raise
         return load_reference_encoder(name)
+
+
+def shipped_index_ready(settings: Settings) -> bool:
+    """Whether the configured registry loads from the shipped vectors, embedding nothing (headers only)."""
+    registry = registry_for(settings)
+    model_id = canonical_model_id(settings.embedding_model)
+    try:
+        return read_header(settings.index_dir / artifact_name(model_id, registry.name)).key == cache_key(model_id, registry)
+    except ArtifactError:
+        return False
 
 
 def build_retriever(settings: Settings, encoder: Encoder | None = None, registry: Registry | None = None,

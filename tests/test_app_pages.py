@@ -53,7 +53,8 @@ def write_data(folder: Path) -> Path:
 def build_app_env(folder: Path) -> dict[str, str]:
     """Tiny data + a filled results database + a private cache; returns the environment to run the app with."""
     env = {"TOOLBENCH_DATA": str(write_data(folder / "toolbench")), "CACHE_DIR": str(folder / "cache"),
-           "LLM_BACKEND": "offline", "DATABASE_URL": f"sqlite:///{folder / 'results.sqlite'}", "REGISTRY": "full"}
+           "LLM_BACKEND": "offline", "DATABASE_URL": f"sqlite:///{folder / 'results.sqlite'}", "REGISTRY": "full",
+           "INDEX_DIR": str(folder / "index")}
     encoder = FakeEncoder()
     registry = Registry("full", APIS)
     retriever = Retriever(registry, encoder, VectorIndex(encoder.encode(registry.documents)))

@@ -14,10 +14,12 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO_DATA
 from tests.test_app_pages import APP, MAIN_K, SCRUBBED, build_app_env
 
 pytestmark = pytest.mark.browser
@@ -44,14 +46,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A streamlit server on a free port over tiny data; yields its base URL."""
+@contextmanager
+def streamlit_server(app_env: dict[str, str], log: Path) -> Iterator[str]:
+    """A streamlit server on a free port with `app_env` over the environment; yields its base URL."""
     chromium()
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
-    env.update(build_app_env(tmp_path_factory.mktemp("browser")))
+    env.update(app_env)
     port = free_port()
-    log = tmp_path_factory.mktemp("log") / "streamlit.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port", str(port),
@@ -79,14 +80,38 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser_page(server: str):
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Tiny data and a filled results database."""
+    folder = tmp_path_factory.mktemp("browser")
+    with streamlit_server(build_app_env(folder), folder / "streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def full_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The committed data and the shipped index of the full registry, an empty cache, no results database."""
+    folder = tmp_path_factory.mktemp("full")
+    env = {"CACHE_DIR": str(folder / "cache"), "LLM_BACKEND": "offline", "REGISTRY": "full",
+           "DATABASE_URL": f"sqlite:///{folder / 'results.sqlite'}", "TOOLBENCH_DATA": str(REPO_DATA)}
+    with streamlit_server(env, folder / "streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def browser_page(server: str, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    yield page
+    page.close()
 
 
 def test_typed_query_renders_both_columns(server: str, browser_page) -> None:
@@ -116,3 +141,21 @@ def test_benchmark_link_marks_gold_hits(server: str, browser_page) -> None:
     assert page.locator("[data-testid='stException']").count() == 0
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "browser_test_inspector.png"), full_page=True)
+
+
+def test_typed_query_on_the_full_registry(full_server: str, browser) -> None:
+    """A fresh server over the real 47,038 APIs: the shipped index loads (nothing is embedded) and a typed
+    query is answered with real registry hits."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{full_server}/inspector")
+    box = page.get_by_role("textbox", name="Query")
+    box.wait_for(timeout=RENDER_TIMEOUT_MS)
+    box.fill("Get the 5-day weather forecast for Tokyo")
+    box.press("Control+Enter")
+    page.get_by_text("PtR · Plan-then-Retrieve").wait_for(timeout=RENDER_TIMEOUT_MS)
+    page.get_by_text("Top 5 APIs").first.wait_for(timeout=RENDER_TIMEOUT_MS)
+    assert page.get_by_text("weather", exact=False).count() >= 2
+    assert page.get_by_text("Embedding the").count() == 0
+    assert "47,038 APIs" in page.locator("[data-testid='stSidebar']").inner_text()
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.close()
