@@ -131,6 +131,8 @@ if not stored:
             result = inspect_live(text, k, retriever, run_settings)
         except Exception as exc:  # noqa: BLE001 - an LLM or planner failure must not hide RtP
             result, failure = quick, f"PtR and the planners failed: {exc}"
+        if result.get("llm_error"):
+            failure = f"The {backend} backend cannot run: {result['llm_error']}"
     result = with_gold(result, gold)
     with rtp_box.container():
         arch_column("rtp", result["rtp"], lookup, k)

@@ -120,6 +120,8 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     clean_query(args.text)  # refuse bad input before loading anything
     retriever, _ = retriever_for(settings)
     result = inspect_query(args.text, args.k, retriever, settings, archs=args.arch, use_cache=not args.no_cache)
+    if result.get("llm_error"):  # RtP still answers; the LLM half says why it could not run
+        print(f"LLM unavailable: {redact(result['llm_error'], settings.secrets())}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
         return 0

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from core import metrics
 from core.discovery import Discovery, Retriever, clean_query, hybrid_retrieve, ptr_retrieve, rtp
-from core.llm import CachedClient, CallCache, make_client
+from core.llm import CachedClient, CallCache, LLMUnavailable, make_client
 from core.planner import LLMPlanner, OfflinePlanner, Plan
-from core.prompts import DISCOVERY_VERSION, PLANNER_VERSION
+from core.prompts import STYLES
 from core.settings import Settings
 from core.stubs import LLMStubWriter, OfflineStubWriter, StubOutcome, StubWriter, usage_json
 from core.toolbench import ApiKey
@@ -33,9 +33,10 @@ def make_agents(settings: Settings, retriever: Retriever, use_cache: bool = True
         return Agents(OfflineStubWriter(), OfflinePlanner(retriever))
     cache = CallCache(settings.cache_dir / "llm_calls.sqlite") if use_cache else None
     tag = f"+run{run_index}" if run_index else ""
-    return Agents(LLMStubWriter(CachedClient(client, cache, DISCOVERY_VERSION + tag, enabled=use_cache)),
-                  LLMPlanner(CachedClient(client, cache, PLANNER_VERSION + tag, enabled=use_cache),
-                             retriever.registry.get))
+    style = STYLES[getattr(client, "prompt_style", "instruction")]
+    return Agents(LLMStubWriter(CachedClient(client, cache, style.discovery_version + tag, enabled=use_cache), style),
+                  LLMPlanner(CachedClient(client, cache, style.planner_version + tag, enabled=use_cache),
+                             retriever.registry.get, style))
 
 
 def discovery_json(discovery: Discovery, plan: Plan | None, gold: Collection[ApiKey] | None) -> dict:
@@ -59,15 +60,19 @@ def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, a
     also the hybrid's retrieval (PtR's stubs plus the raw query), which needs no further call.
 
     `stubs` lets a caller replay stored stubs instead of writing new ones. Failures of the LLM
-    are recorded in the result (fallback stubs, parse errors); they never stop RtP from showing.
+    are recorded in the result (fallback stubs, parse errors, and "llm_error" when the backend cannot
+    run at all: no key, no model); they never stop RtP from showing.
     """
     query = clean_query(text)
     if k < 1:
         raise ValueError("k must be at least 1")
     out: dict = {"query": query, "k": k}
     want_plans = archs == "all"
-    if want_plans or archs == "ptr":
-        agents = agents or make_agents(settings, retriever, use_cache)
+    if (want_plans or archs == "ptr") and agents is None:
+        try:
+            agents = make_agents(settings, retriever, use_cache)
+        except LLMUnavailable as exc:
+            out["llm_error"] = str(exc)
     if archs in ("rtp", "all"):
         found = rtp(query, k, retriever)
         plan = agents.planner.plan(query, found.hits) if want_plans and agents else None

@@ -15,7 +15,7 @@ import numpy as np
 from core.discovery import Hit, Retriever, clean_query
 from core.llm import LLMClient, Usage, generate_json
 from core.offline_split import OFFLINE_LABEL, split_subrequests
-from core.prompts import PLANNER_SCHEMA, PLANNER_VERSION, planner_prompt, validate_plan
+from core.prompts import STYLES, PromptStyle, validate_plan
 from core.stubs import usage_json
 from core.toolbench import ApiKey
 
@@ -127,27 +127,33 @@ class OfflinePlanner:
 
 
 class LLMPlanner:
-    """Asks an LLM to plan with the versioned planner prompt."""
+    """Asks an LLM to plan with the versioned planner prompt of its style (instruction or few-shot)."""
 
-    prompt_version = PLANNER_VERSION
-
-    def __init__(self, client: LLMClient, registry_lookup) -> None:
+    def __init__(self, client: LLMClient, registry_lookup, style: PromptStyle = STYLES["instruction"]) -> None:
         self.client = client
         self.lookup = registry_lookup
+        self.style = style
         self.backend = client.backend
         self.model = client.model
+        self.prompt_version = style.planner_version
 
     def plan(self, query: str, hits: Sequence[Hit]) -> Plan:
         text = clean_query(query)
         apis = [(h.display_name, getattr(self.lookup(h.key), "description", "")) for h in hits]
         start = time.perf_counter()
-        obj, response, error, usage = generate_json(self.client, planner_prompt(text, apis), PLANNER_SCHEMA, 0.0,
-                                                    validate_plan)
+        names = [name for name, _ in apis]
+
+        def validate(reply: dict) -> dict:
+            return validate_plan(self.style.plan_from_reply(reply, names))
+
+        obj, response, error, usage = generate_json(self.client, self.style.planner(text, apis),
+                                                    self.style.planner_schema(names), 0.0, validate)
         latency = time.perf_counter() - start
         cached = bool(response and response.cached)
         if obj is None:
             return Plan((), (), (), None, len(hits), self.backend, self.model, self.prompt_version, usage, latency,
                         parse_error=error, cached=cached)
+        obj = validate(obj)
         selected = tuple(str(s) for s in obj.get("selected_apis") or [])
         refusal = obj.get("refusal") or None
         return Plan(selected, match_selections(selected, hits), tuple(str(s) for s in obj.get("steps") or []),

@@ -13,7 +13,8 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 REGISTRIES = ("full", "documented")
-BACKENDS = ("offline", "gemini", "openai")
+BACKENDS = ("offline", "gemini", "openai", "local")
+DEFAULT_LOCAL_MODEL = "gemma-3-270m-q4_k_m"  # the GGUF `make llm` assembles; LOCAL_MODEL=path takes another
 ENCODER_RUNTIMES = ("auto", "numpy", "torch")
 
 
@@ -43,6 +44,9 @@ class Settings:
     llm_model: str = ""
     llm_timeout_s: float = 60.0
     openai_base_url: str = ""
+    local_model: str = ""
+    local_threads: int = 2
+    local_instances: int = 1
     gemini_base_url: str = ""
     database_url: str = ""
     cache_dir: Path = PROJECT_ROOT / "data" / "cache"
@@ -68,17 +72,22 @@ class Settings:
         runtime = merged.get("ENCODER_RUNTIME", "auto").strip().lower()
         if runtime not in ENCODER_RUNTIMES:
             raise ValueError(f"ENCODER_RUNTIME must be one of {', '.join(ENCODER_RUNTIMES)}, not {runtime!r}")
+        local_model = merged.get("LOCAL_MODEL", "")
         default_model = {"gemini": "gemini-2.5-flash", "openai": merged.get("OPENAI_MODEL", ""),
-                         "offline": "offline-heuristic"}[backend]
+                         "offline": "offline-heuristic",
+                         "local": Path(local_model).stem if local_model else DEFAULT_LOCAL_MODEL}[backend]
         return cls(
             toolbench_data=merged.get("TOOLBENCH_DATA") or None,
             registry=registry,
             embedding_model=merged.get("EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
             encoder_runtime=runtime,
             llm_backend=backend,
-            llm_model=merged.get("LLM_MODEL", "") or default_model,
+            llm_model=default_model if backend == "local" else (merged.get("LLM_MODEL", "") or default_model),
             llm_timeout_s=float(merged.get("LLM_TIMEOUT_S", "60")),
             openai_base_url=openai_url,
+            local_model=local_model,
+            local_threads=int(merged.get("LOCAL_THREADS", "2")),
+            local_instances=int(merged.get("LOCAL_INSTANCES", "1")),
             gemini_base_url=merged.get("GEMINI_BASE_URL", ""),
             database_url=merged.get("DATABASE_URL", ""),
             cache_dir=Path(merged.get("CACHE_DIR", str(root / "data" / "cache"))),

@@ -12,7 +12,7 @@ from typing import Protocol
 from core.discovery import Stub, clean_query
 from core.llm import LLMClient, Usage, generate_json
 from core.offline_split import OFFLINE_LABEL, split_subrequests
-from core.prompts import DISCOVERY_SCHEMA, DISCOVERY_VERSION, discovery_prompt, validate_stubs
+from core.prompts import STYLES, PromptStyle, validate_stubs
 
 OFFLINE_VERSION = "offline-split-v1"
 
@@ -69,24 +69,24 @@ class OfflineStubWriter:
 
 
 class LLMStubWriter:
-    """Asks an LLM for stubs with the versioned discovery prompt."""
+    """Asks an LLM for stubs with the versioned discovery prompt of its style (instruction or few-shot)."""
 
-    prompt_version = DISCOVERY_VERSION
-
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, style: PromptStyle = STYLES["instruction"]) -> None:
         self.client = client
+        self.style = style
         self.backend = client.backend
         self.model = client.model
+        self.prompt_version = style.discovery_version
 
     def write(self, query: str) -> StubOutcome:
         text = clean_query(query)
         start = time.perf_counter()
-        obj, response, error, usage = generate_json(self.client, discovery_prompt(text), DISCOVERY_SCHEMA, 0.0,
-                                                    validate_stubs)
+        obj, response, error, usage = generate_json(self.client, self.style.discovery(text),
+                                                    self.style.discovery_schema(), 0.0, validate_stubs)
         latency = time.perf_counter() - start
         cached = bool(response and response.cached)
         if obj is None:
             return StubOutcome((Stub(text),), self.backend, self.model, self.prompt_version, usage, latency,
                                fallback=True, error=error, cached=cached)
-        stubs = tuple(Stub(str(s["name"]).strip(), str(s.get("reasoning") or "").strip()) for s in obj["stubs"])
+        stubs = tuple(Stub(s["name"], s["reasoning"]) for s in validate_stubs(obj))
         return StubOutcome(stubs, self.backend, self.model, self.prompt_version, usage, latency, cached=cached)

@@ -10,14 +10,13 @@ from google.genai import types
 
 from core import prompts
 from core.prompts import (
-    DISCOVERY_SCHEMA, DISCOVERY_VERSION, PLANNER_SCHEMA, PLANNER_VERSION, discovery_prompt,
-    planner_prompt, validate_plan, validate_stubs,
+    DISCOVERY_SCHEMA, DISCOVERY_VERSION, PLANNER_SCHEMA, PLANNER_VERSION, STYLES, validate_plan, validate_stubs,
 )
 from core.toolbench import display_name
 
 
 def test_discovery_prompt_holds_the_query_and_the_stub_shape_only() -> None:
-    text = discovery_prompt("  What's the weather in Paris and a cheap hotel there? $5 ")
+    text = STYLES["instruction"].discovery("  What's the weather in Paris and a cheap hotel there? $5 ")
     assert "What's the weather in Paris and a cheap hotel there? $5" in text
     assert '{"stubs": [{"name": "snake_case_function_name", "reasoning": "..."}]}' in text
     assert "tool/api" not in text
@@ -25,7 +24,7 @@ def test_discovery_prompt_holds_the_query_and_the_stub_shape_only() -> None:
 
 def test_planner_prompt_numbers_strips_and_truncates() -> None:
     long = "word " * 200
-    text = planner_prompt("book it", [(" Skyscanner/search_flights", "Find flights."),
+    text = STYLES["instruction"].planner("book it", [(" Skyscanner/search_flights", "Find flights."),
                                       ("Hotels/list", long), ("Bare/api", "")])
     assert "1. Skyscanner/search_flights: Find flights." in text
     assert "3. Bare/api: (no description)" in text
@@ -37,7 +36,7 @@ def test_planner_prompt_numbers_strips_and_truncates() -> None:
 
 
 def test_planner_prompt_with_no_apis_says_so() -> None:
-    assert "(no APIs were found)" in planner_prompt("q", [])
+    assert "(no APIs were found)" in STYLES["instruction"].planner("q", [])
 
 
 def test_display_name_strips_for_display_only() -> None:

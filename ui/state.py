@@ -63,10 +63,21 @@ def db_read(settings: Settings, method: str, *args: Any, **kwargs: Any) -> Any:
     return _read(url, db_version(url), method, args, tuple(sorted(kwargs.items())))
 
 
+class _Uncached(Exception):
+    """Carries a result out of the cached function without caching it."""
+
+    def __init__(self, result: dict) -> None:
+        super().__init__("not cached")
+        self.result = result
+
+
 @st.cache_data(show_spinner=False, max_entries=128)
 def _inspect(text: str, k: int, archs: str, index_key: tuple, backend: str, model: str,
              _retriever: Retriever, _settings: Settings) -> dict:
-    return inspect_query(text, k, _retriever, _settings, archs=archs)
+    result = inspect_query(text, k, _retriever, _settings, archs=archs)
+    if result.get("llm_error"):  # e.g. the model is not installed yet: ask again on the next run
+        raise _Uncached(result)
+    return result
 
 
 def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, archs: str = "all") -> dict:
@@ -76,7 +87,10 @@ def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, ar
     by the caller (ui.view.with_gold), so the gold choice is not part of the cache key.
     """
     index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
-    return _inspect(text, k, archs, index_key, settings.llm_backend, settings.llm_model, retriever, settings)
+    try:
+        return _inspect(text, k, archs, index_key, settings.llm_backend, settings.llm_model, retriever, settings)
+    except _Uncached as uncached:
+        return uncached.result
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from core.llm.base import ERROR_KINDS, RETRYABLE_KINDS, LLMClient, LLMError, LLMResponse, Usage
+from core.llm.base import ERROR_KINDS, RETRYABLE_KINDS, LLMClient, LLMError, LLMResponse, LLMUnavailable, Usage
 from core.llm.cache import CachedClient, CallCache, cache_key
 from core.llm.jsonparse import MalformedJSON, generate_json, parse_json_object
 from core.llm.retry import RetryPolicy, call_with_retry
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_KINDS", "RETRYABLE_KINDS", "CachedClient", "CallCache", "GeminiClient", "LLMClient",
-    "LLMError", "LLMResponse", "MalformedJSON", "OpenAICompatClient", "RetryPolicy", "Usage",
+    "LLMError", "LLMResponse", "LLMUnavailable", "MalformedJSON", "OpenAICompatClient", "RetryPolicy", "Usage",
     "cache_key", "call_with_retry", "generate_json", "make_client", "parse_json_object",
 ]
 
@@ -43,7 +43,7 @@ def make_client(settings: Settings, *, sleep: Callable[[float], None] = time.sle
         from core.llm.gemini import DEFAULT_MODEL, GeminiClient
 
         if not settings.gemini_api_key:
-            raise ValueError("LLM_BACKEND=gemini needs GEMINI_API_KEY (or GOOGLE_API_KEY)")
+            raise LLMUnavailable("LLM_BACKEND=gemini needs GEMINI_API_KEY (or GOOGLE_API_KEY)")
         return GeminiClient(
             settings.gemini_api_key, model=settings.llm_model or DEFAULT_MODEL,
             base_url=settings.gemini_base_url or None,
@@ -53,9 +53,14 @@ def make_client(settings: Settings, *, sleep: Callable[[float], None] = time.sle
         from core.llm.openai_compat import OpenAICompatClient
 
         if not settings.openai_base_url:
-            raise ValueError("LLM_BACKEND=openai needs OPENAI_BASE_URL")
+            raise LLMUnavailable("LLM_BACKEND=openai needs OPENAI_BASE_URL")
         return OpenAICompatClient(
             settings.openai_base_url, settings.llm_model, api_key=settings.openai_api_key,
             timeout_s=settings.llm_timeout_s, sleep=sleep,
         )
+    if settings.llm_backend == "local":
+        from core.llm.local_llama import local_client
+
+        return local_client(settings.local_model, settings.cache_dir, settings.local_threads,
+                            settings.local_instances, settings.llm_timeout_s)
     raise ValueError(f"unknown LLM backend {settings.llm_backend!r}")

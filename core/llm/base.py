@@ -50,6 +50,11 @@ class LLMResponse:
     attempts: int = 1
 
 
+class LLMUnavailable(ValueError):
+    """The configured backend cannot be used at all (no key, no model, not installed); the message says
+    what to do. Retrieval never needs an LLM, so callers show RtP and this message side by side."""
+
+
 class LLMError(Exception):
     """A failed call, classified by `kind` so retry and reporting need no SDK knowledge.
 

@@ -1,7 +1,8 @@
 """Content-addressed LLM call cache in SQLite, so reruns replay answers exactly and cost nothing.
 
 The key covers everything that changes the answer; a cache hit returns the original usage and
-latency so stored benchmarks stay reproducible. Failures are never cached.
+latency so stored benchmarks stay reproducible. Failed calls are never stored, and a reply that
+does not parse into the expected record is discarded by generate_json, so it is asked again.
 """
 from __future__ import annotations
 
@@ -38,12 +39,13 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 
 def cache_key(
     backend: str, model: str, prompt_version: str, prompt: str, temperature: float,
-    schema: dict[str, Any] | None,
+    schema: dict[str, Any] | None, identity: str = "",
 ) -> str:
-    """sha256 hex of a canonical JSON of every input that can change the reply."""
+    """sha256 hex of a canonical JSON of every input that can change the reply. `identity` names the
+    model beyond its name: the server it is asked on, or the sha256 of a local model file."""
     payload = {
         "backend": backend, "model": model, "prompt_version": prompt_version,
-        "prompt": prompt, "temperature": float(temperature), "schema": schema,
+        "prompt": prompt, "temperature": float(temperature), "schema": schema, "identity": identity,
     }
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -110,6 +112,13 @@ class CallCache:
         except sqlite3.DatabaseError as exc:
             log.warning("LLM cache write failed (%s); continuing uncached", exc)
 
+    def delete(self, key: str) -> None:
+        try:
+            with self._lock, closing(self._connect()) as conn, conn:
+                conn.execute("DELETE FROM llm_calls WHERE key = ?", (key,))
+        except sqlite3.DatabaseError as exc:
+            log.warning("LLM cache delete failed (%s)", exc)
+
     def __len__(self) -> int:
         with closing(self._connect()) as conn:
             return int(conn.execute("SELECT COUNT(*) FROM llm_calls").fetchone()[0])
@@ -136,10 +145,19 @@ class CachedClient:
     ) -> LLMResponse:
         if not self.enabled or self.cache is None:
             return self.client.generate(prompt, schema=schema, temperature=temperature)
-        key = cache_key(self.backend, self.model, self.prompt_version, prompt, temperature, schema)
+        key = self._key(prompt, schema, temperature)
         hit = self.cache.get(key)
         if hit is not None:
             return hit
         response = self.client.generate(prompt, schema=schema, temperature=temperature)
         self.cache.put(key, self.prompt_version, response)
         return response
+
+    def discard(self, prompt: str, *, schema: dict[str, Any] | None = None, temperature: float = 0.0) -> None:
+        """Forget a reply its caller could not use, so that the next ask calls the model again."""
+        if self.enabled and self.cache is not None:
+            self.cache.delete(self._key(prompt, schema, temperature))
+
+    def _key(self, prompt: str, schema: dict[str, Any] | None, temperature: float) -> str:
+        return cache_key(self.backend, self.model, self.prompt_version, prompt, temperature, schema,
+                         getattr(self.client, "identity", ""))

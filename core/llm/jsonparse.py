@@ -88,6 +88,8 @@ def generate_json(
     obj, reason = _check(first.text, validate)
     if reason is None:
         return obj, first, None, total
+    _discard(client, prompt, schema, temperature)
+    first_reason = reason
     try:
         second = client.generate(
             repair_prompt(prompt, first.text, reason, schema), schema=schema, temperature=temperature
@@ -97,4 +99,13 @@ def generate_json(
         return None, first, _reason(f"llm_error[{exc.kind}]", detail), total
     total += second.usage
     obj, reason = _check(second.text, validate)
+    if reason is not None:
+        _discard(client, repair_prompt(prompt, first.text, first_reason, schema), schema, temperature)
     return obj, second, reason, total
+
+
+def _discard(client: LLMClient, prompt: str, schema: dict[str, Any] | None, temperature: float) -> None:
+    """A caching client forgets an unusable reply: a failure must never be replayed as an answer."""
+    discard = getattr(client, "discard", None)
+    if discard is not None:
+        discard(prompt, schema=schema, temperature=temperature)

@@ -31,6 +31,7 @@ class OpenAICompatClient:
             raise ValueError("OpenAICompatClient needs a model name (set LLM_MODEL or OPENAI_MODEL)")
         self.model = model
         self.base_url = base_url
+        self.identity = base_url or ""  # in the call cache's key: the same model name on another server is another model
         self._secrets = (api_key,) if api_key else ()
         self._policy = RetryPolicy(max_attempts=max_attempts)
         self._sleep = sleep
