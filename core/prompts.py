@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any
 
+from core.llm.grammar import GRAMMAR_VERSION
+
 DESCRIPTION_CHARS = 300
 
 DISCOVERY_TEMPLATE = Template("""\
@@ -282,6 +284,6 @@ STYLES = {
                                DISCOVERY_VERSION, PLANNER_VERSION),
     "completion": PromptStyle(
         "completion", COMPLETION_DISCOVERY_TEMPLATE, COMPLETION_PLANNER_TEMPLATE, COMPLETION_DESCRIPTION_CHARS,
-        "fewshot-" + _version(COMPLETION_DISCOVERY_TEMPLATE, completion_discovery_schema()),
-        "fewshot-" + _version(COMPLETION_PLANNER_TEMPLATE, completion_planner_schema(5))),
+        f"fewshot-g{GRAMMAR_VERSION}-" + _version(COMPLETION_DISCOVERY_TEMPLATE, completion_discovery_schema()),
+        f"fewshot-g{GRAMMAR_VERSION}-" + _version(COMPLETION_PLANNER_TEMPLATE, completion_planner_schema(5))),
 }

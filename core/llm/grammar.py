@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+GRAMMAR_VERSION = "1"  # part of the prompt versions that use these grammars: a change here is a new prompt
 DEFAULT_MAX_ITEMS = 8
 DEFAULT_MAX_LENGTH = 200
 CHAR = r'[^"\\\x00-\x1f]'
@@ -115,7 +116,10 @@ class _Builder:
 
 
 def gbnf(schema: dict[str, Any]) -> str:
-    """The GBNF grammar (root rule `root`) accepting exactly the JSON layout of `schema`."""
+    """The GBNF grammar (root rule `root`) accepting exactly the JSON layout of `schema`, nothing around it.
+
+    (An optional leading space, as in the examples' "Functions: {", was tried: on 90 benchmark queries
+    PtR's recall with the stubs it gave fell on 4 of 6 subsets, so the reply starts at "{".)"""
     builder = _Builder()
     top = builder.value(schema, "reply")
     lines = [f"root ::= {top}"] + [f"{name} ::= {body}" for name, body in builder.rules.items()]

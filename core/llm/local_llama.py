@@ -91,6 +91,21 @@ class _Instance:
             self.llm.eval(tokens[start:start + CHUNK])
         self._last_prompt = tokens
 
+    def speed(self, prompt_tokens: int, generated: int) -> dict[str, float]:
+        tokens = self.tokenize("The quick brown fox jumps over the lazy dog. " * (prompt_tokens // 8 + 1),
+                               special=False)[:prompt_tokens]
+        self._last_prompt = []
+        self.llm.reset()
+        start = time.perf_counter()
+        self.llm.eval(tokens)
+        prompt_s = time.perf_counter() - start
+        start = time.perf_counter()
+        for _ in range(generated):
+            logits = np.ctypeslib.as_array(self.llm._ctx.get_logits_ith(-1), shape=(self.n_vocab,))
+            self.llm.eval([int(np.argmax(logits))])
+        generation_s = time.perf_counter() - start
+        return {"prompt_tok_s": round(len(tokens) / prompt_s, 1), "generation_tok_s": round(generated / generation_s, 1)}
+
     def complete(self, tokens: list[int], grammar_text: str | None, max_tokens: int,
                  deadline: float) -> tuple[str, int, int, bool]:
         """(text, prompt tokens, output tokens, finished): grammar-constrained greedy decoding.
@@ -187,6 +202,18 @@ class LocalLlamaClient:
                 "runtime": f"llama-cpp-python {self.local.llama_cpp_version}", "n_ctx": N_CTX,
                 "threads": self._n_threads, "instances": self._instances, "prompt_style": self.prompt_style,
                 "sampling": "greedy (temperature 0), constrained by a GBNF grammar", "max_tokens": self.max_tokens}
+
+    def speed(self, prompt_tokens: int = 256, generated: int = 32) -> dict[str, float]:
+        """Prompt and generation tokens/s of one instance, from an empty KV cache (llama-bench's pp/tg)."""
+        instance = self._ensure_loaded()[0]
+        with self._available:
+            while instance not in self._free:
+                self._available.wait()
+            self._free.remove(instance)
+        try:
+            return instance.speed(prompt_tokens, generated)
+        finally:
+            self._release(instance)
 
     @property
     def prompt_style(self) -> str:

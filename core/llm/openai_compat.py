@@ -26,6 +26,7 @@ class OpenAICompatClient:
         timeout_s: float = 60,
         max_attempts: int = 4,
         sleep: Callable[[float], None] = time.sleep,
+        max_tokens: int | None = None,
     ) -> None:
         if not model:
             raise ValueError("OpenAICompatClient needs a model name (set LLM_MODEL or OPENAI_MODEL)")
@@ -35,6 +36,7 @@ class OpenAICompatClient:
         self._secrets = (api_key,) if api_key else ()
         self._policy = RetryPolicy(max_attempts=max_attempts)
         self._sleep = sleep
+        self._max_tokens = max_tokens  # a bound on the reply; None leaves it to the server
         self._client = openai.OpenAI(
             base_url=base_url or None,
             api_key=api_key or PLACEHOLDER_KEY,
@@ -56,6 +58,8 @@ class OpenAICompatClient:
     def _once(self, prompt: str, json_mode: bool, temperature: float) -> tuple[str, Usage, float]:
         start = time.perf_counter()
         extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
+        if self._max_tokens is not None:
+            extra["max_tokens"] = self._max_tokens
         try:
             response = self._client.chat.completions.create(
                 model=self.model,
