@@ -13,7 +13,7 @@ import streamlit as st
 from core.discovery import QueryError
 from core.lab import queries_for, registry_for
 from core.settings import DataNotFoundError
-from ui.figures import subset_order
+from core.toolbench import subset_order
 from ui.safe import md, one_line
 from ui.session import current_settings
 from ui.state import available_backends, db_read, inspect_live, with_backend

@@ -4,7 +4,8 @@
 
 Each run starts a fresh `streamlit run app.py` (new process: nothing in memory, index on disk),
 opens a shared Inspector link with a free-text query as the server's very first request, and
-times: server start -> health, link opened -> RtP and PtR columns rendered ("first load"), then
+times: server start -> health, link opened -> RtP and PtR columns rendered ("first load"; and, on a second
+fresh server, the same for a ?qid= link to a stored benchmark query), then
 every page by sidebar click twice (first visit: empty caches; then warm), then a full browser load
 of each page's URL, then a new query typed into the Inspector (an "RtP answer").
 A page counts as loaded at the last moment Streamlit's running indicator shows (after its title
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 FIRST_QUERY = "I'm planning a trip to London: find hotels, check the currency rate and look up my IP"
+FIRST_QID = "G2_instruction:1643"  # a stored benchmark query: the ?qid= deep link
 SECOND_QUERY = "Get the current weather forecast for Tokyo"
 # url path ("" is the default page, served at the root) -> (sidebar label, page title)
 PAGES = {"": ("Overview", "Tool Discovery Lab"), "results": ("Results", "Results"),
@@ -91,6 +93,22 @@ def streamlit_server() -> Iterator[str]:
         proc.wait(10)
 
 
+def first_qid_load() -> float:
+    """A fresh server whose first request is a shared ?qid= link: seconds until both columns are rendered."""
+    from playwright.sync_api import sync_playwright
+
+    with streamlit_server() as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        t0 = time.perf_counter()
+        page.goto(f"{url}/inspector?" + urllib.parse.urlencode({"qid": FIRST_QID, "k": 5}))
+        page.get_by_text("RtP · Retrieve-then-Plan").wait_for(timeout=TIMEOUT_MS)
+        page.get_by_text("PtR · Plan-then-Retrieve").wait_for(timeout=TIMEOUT_MS)
+        seconds = settled(page, "Query Inspector") - t0
+        browser.close()
+    return seconds
+
+
 def one_run() -> dict:
     from playwright.sync_api import sync_playwright
 
@@ -126,7 +144,8 @@ def one_run() -> dict:
             page.wait_for_function("() => decodeURIComponent(location.search).includes('Tokyo')", timeout=TIMEOUT_MS)
             out["inspector_answer_s"] = settled(page, "Query Inspector") - t0
             browser.close()
-        return out
+    out["first_qid_load_s"] = first_qid_load()
+    return out
 
 
 def main() -> int:
@@ -135,7 +154,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     runs = [one_run() for _ in range(args.runs)]
-    keys = ["server_start_s", "first_columns_s", "first_load_s", "server_start_plus_first_load_s",
+    keys = ["server_start_s", "first_columns_s", "first_load_s", "first_qid_load_s", "server_start_plus_first_load_s",
             "inspector_answer_s"]
     summary = {k: {"median": statistics.median(r[k] for r in runs), "max": max(r[k] for r in runs)} for k in keys}
     for key in ("first_visit_s", "warm_page_s", "warm_reload_s"):

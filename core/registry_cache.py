@@ -1,33 +1,37 @@
-"""The parsed registry kept as one columnar JSON file, which loads about 4x faster than the JSONL.
+"""The parsed registry kept as one columnar marshal file, which loads 40x faster than the JSONL.
 
 Why: parsing 47k gzipped JSON lines (0.6–1 s here) was the largest piece of a cold dashboard
-start after the imports. The file is keyed by the source's path, size and modification time, so
-new data is parsed again; it is written atomically, and an unreadable or malformed file is
-ignored and rewritten.
+start after the imports; columnar JSON took 0.07 s, marshal takes 0.013 s (marshal runs no code on
+load, unlike pickle, and its format is tied to the Python version, which is part of the key). The
+file is keyed by the source's path, size and modification time, so new data is parsed again; it
+is written atomically, and an unreadable or malformed file is ignored and rewritten.
 """
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
+import marshal
 import os
+import sys
 from pathlib import Path
 
 from core.toolbench import Api, is_official_layout, load_registry, registry_path
 
 log = logging.getLogger(__name__)
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 FIELDS = ("tool_name", "api_name", "category", "description", "doc_source")
 
 
 def cache_file(source: Path, cache_dir: Path) -> Path:
     stat = source.stat()
-    ident = f"{FORMAT_VERSION}\0{source.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
-    return cache_dir / f"registry-{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
+    ident = f"{FORMAT_VERSION}\0{sys.version_info[:2]}\0{source.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    return cache_dir / f"registry-{hashlib.sha256(ident.encode()).hexdigest()[:24]}.marshal"
 
 
 def _read(path: Path) -> list[Api]:
-    columns = json.loads(path.read_text(encoding="utf-8"))
+    columns = marshal.loads(path.read_bytes())
+    if not isinstance(columns, dict):
+        raise ValueError("not a table of columns")
     values = [columns[f] for f in FIELDS]
     if not all(isinstance(v, list) and len(v) == len(values[0]) for v in values):
         raise ValueError("columns of different lengths")
@@ -38,7 +42,7 @@ def _write(path: Path, apis: list[Api]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     columns = {f: [getattr(a, f) for a in apis] for f in FIELDS}
-    tmp.write_text(json.dumps(columns, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    tmp.write_bytes(marshal.dumps(columns))
     os.replace(tmp, path)
 
 
@@ -51,7 +55,7 @@ def load_registry_cached(data_dir: Path, which: str, cache_dir: Path) -> list[Ap
         return _read(path)
     except FileNotFoundError:
         pass
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
         log.warning("registry cache %s is unreadable (%s); parsing the data again", path.name, exc)
     apis = load_registry(data_dir, which)
     try:

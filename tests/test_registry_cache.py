@@ -1,6 +1,7 @@
 """The columnar registry cache: same APIs as parsing, rebuilt when the data changes or the file is damaged."""
 from __future__ import annotations
 
+import marshal
 import os
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def test_the_cache_gives_what_parsing_gives_and_skips_parsing_next_time(data: Pa
     cache = tmp_path / "cache"
     first = rc.load_registry_cached(data, "full", cache)
     assert first == load_registry(data, "full") and ODD in first  # raw names, unicode and newlines intact
-    assert len(list(cache.glob("registry-*.json"))) == 1
+    assert len(list(cache.glob("registry-*.marshal"))) == 1
 
     def no_parsing(*args, **kwargs):
         raise AssertionError("parsed again")
@@ -42,13 +43,14 @@ def test_new_data_is_parsed_again(data: Path, tmp_path: Path) -> None:
     assert rc.load_registry_cached(data, "full", cache) == list(SMALL_APIS[:2])
 
 
-@pytest.mark.parametrize("damage", ["{not json", '{"tool_name": ["a"]}', '{"tool_name": ["a", "b"], "api_name": ["x"], '
-                                    '"category": [], "description": [], "doc_source": []}', ""])
-def test_a_damaged_cache_is_ignored_and_rewritten(data: Path, tmp_path: Path, damage: str, caplog) -> None:
+@pytest.mark.parametrize("damage", [b"not marshal", marshal.dumps({"tool_name": ["a"]}), marshal.dumps(
+    {"tool_name": ["a", "b"], "api_name": ["x"], "category": [], "description": [], "doc_source": []}),
+    marshal.dumps(["a list"]), b""], ids=["garbage", "missing columns", "ragged", "not a dict", "empty"])
+def test_a_damaged_cache_is_ignored_and_rewritten(data: Path, tmp_path: Path, damage: bytes, caplog) -> None:
     cache = tmp_path / "cache"
     good = rc.load_registry_cached(data, "full", cache)
-    [path] = cache.glob("registry-*.json")
-    path.write_text(damage, encoding="utf-8")
+    [path] = cache.glob("registry-*.marshal")
+    path.write_bytes(damage)
     assert rc.load_registry_cached(data, "full", cache) == good
     assert "unreadable" in caplog.text
     assert rc._read(path) == good  # rewritten
