@@ -79,7 +79,8 @@ else:
 knob_k, knob_backend = st.columns(2)
 k = knob_k.slider("k", K_MIN, K_MAX, key="insp_k")
 backend = knob_backend.selectbox("LLM backend", backends, key="insp_backend",
-                                 help="offline = the offline heuristic, not an LLM")
+                                 help="offline = the offline heuristic, not an LLM; local = gemma-3-270m (or "
+                                      "LOCAL_MODEL) on llama.cpp in this process, installed by `make llm`")
 
 view = View("" if query or len(text) > MAX_URL_QUERY else text, (query.subset, query.query_id) if query else None,
             k, backend)

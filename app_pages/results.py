@@ -186,8 +186,42 @@ def runs_tab() -> None:
         download_buttons(runs, "runs")
 
 
+def backends_tab() -> None:
+    """Every backend's latest study side by side with the paper: leaderboard, crossover, planner, stubs."""
+    from core.report import leaderboard_wide, paper_leaderboard
+
+    ours = safe_read(settings, "leaderboard", gold=gold)
+    if not isinstance(ours, pd.DataFrame):
+        return
+    board = pd.concat([ours, paper_leaderboard(ref)], ignore_index=True)
+    st.markdown(f"**Leaderboard** (k = 5, gold = {gold}): recall@5 and precision@5 per subset, n = queries per "
+                "mean. Each backend's latest study; the paper's Gemini 2.5 Flash rows are its reported figures.")
+    wide = leaderboard_wide(board)
+    st.dataframe(wide, hide_index=True, width="stretch")
+    download_buttons(wide, f"leaderboard_{gold}")
+    metric = st.radio("Chart metric", ["recall", "precision"], horizontal=True, key="backends_metric")
+    st.plotly_chart(db_figure(settings, ("crossover_backends", gold, metric),
+                              lambda: figures.crossover_backends(board, metric)), width="stretch")
+    gain = analysis.ptr_gain(board, "G2_instruction")
+    if len(gain):
+        st.markdown("**Is PtR's G2 gain the decomposition or the model?** PtR minus RtP recall on "
+                    "G2_instruction, per system (same retrieval, different stub writers):")
+        st.dataframe(gain, hide_index=True, width="stretch")
+    labels = {b: (safe_read(settings, "setup", backend=b) or {}).get("backend_label", b)
+              for b in safe_read(settings, "backends") or []}
+    for title, method, kwargs in (("Planner trajectory", "trajectory", {"gold": gold}), ("Stubs", "stub_stats", {})):
+        frames = [frame.assign(system=label) for b, label in labels.items()
+                  if isinstance(frame := safe_read(settings, method, backend=b, **kwargs), pd.DataFrame)]
+        if frames:
+            st.markdown(f"**{title} per backend**")
+            st.dataframe(pd.concat(frames, ignore_index=True), hide_index=True, width="stretch")
+    st.caption("Paper: selection rate RtP 0.21–0.27, PtR 0.27–0.29; stubs per query 2.4–2.5 "
+               "(Results → Planner shows the paper's trajectory figures in full).")
+
+
 TABS = {"Main table": main_tab, "k sweep": ksweep_tab, "Scaling": scaling_tab, "Per query": per_query_tab,
-        "Beyond the paper": beyond_tab, "Token cost": cost_tab, "Planner": planner_tab, "Runs": runs_tab}
+        "Beyond the paper": beyond_tab, "Backends": backends_tab, "Token cost": cost_tab, "Planner": planner_tab,
+        "Runs": runs_tab}
 # Only the open tab runs and is sent to the browser (8 tabs of charts made warm loads slow); ?tab= in the
 # URL names it, so a tab can be shared.
 for tab, render in zip(st.tabs(list(TABS), key="tab", bind="query-params"), TABS.values()):

@@ -509,3 +509,34 @@ def hybrid_table(pq: pd.DataFrame, hybrid_rows: pd.DataFrame, gold: str = "api_l
                     "best_single": best_name, "vs_best_single": diff.mean(), "p_vs_best": p,
                     "share_at_least_both": float(np.mean(hyb >= np.maximum(rtp, ptr) - EPS))})
     return pd.DataFrame(out, columns=HYBRID_COLUMNS)
+
+
+LEADERBOARD_COLUMNS = ["system", "arch", "subset", "recall", "precision", "n"]
+
+
+def leaderboard_rows(system: str, main: pd.DataFrame, hybrid: pd.DataFrame) -> pd.DataFrame:
+    """One system's rows of the leaderboard: RtP and PtR from its main table (means over runs), the
+    hybrid from its hybrid table, per subset; n is the number of queries each mean is over."""
+    rows = []
+    for subset, part in main.groupby("subset", sort=False) if not main.empty else []:
+        by_metric = part.set_index("metric")
+        for arch in ("rtp", "ptr"):
+            rows.append({"system": system, "arch": arch, "subset": subset,
+                         "recall": by_metric.at["recall", f"{arch}_mean"] if "recall" in by_metric.index else math.nan,
+                         "precision": by_metric.at["precision", f"{arch}_mean"]
+                         if "precision" in by_metric.index else math.nan,
+                         "n": int(part["n_queries"].max())})
+    for _, row in hybrid[hybrid["subset"] != "all"].iterrows() if not hybrid.empty else []:
+        rows.append({"system": system, "arch": "hybrid", "subset": row["subset"], "recall": row["hybrid_recall"],
+                     "precision": row["hybrid_precision"], "n": int(row["n"])})
+    return pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
+
+
+def ptr_gain(board: pd.DataFrame, subset: str) -> pd.DataFrame:
+    """Per system: PtR's recall minus RtP's on one subset, the question "is the gain the decomposition
+    or the model?" answered per backend (same retrieval, different stub writers)."""
+    part = board[board["subset"] == subset].pivot_table(index="system", columns="arch", values="recall",
+                                                        aggfunc="first")
+    if part.empty or not {"rtp", "ptr"} <= set(part.columns):
+        return pd.DataFrame(columns=["system", "rtp", "ptr", "ptr_minus_rtp"])
+    return (part.assign(ptr_minus_rtp=part["ptr"] - part["rtp"]).reset_index()[["system", "rtp", "ptr", "ptr_minus_rtp"]])

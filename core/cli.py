@@ -162,9 +162,15 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_perf(args: argparse.Namespace, settings: Settings) -> int:
-    from core.perf import run_perf
+    if args.llm:
+        from core.llm_perf import run_llm_perf
 
-    report = run_perf(settings, n_docs=args.docs, n_queries=args.queries)
+        args.backend = "local"
+        report = run_llm_perf(settings_for(args), per_subset=args.llm_per_subset)
+    else:
+        from core.perf import run_perf
+
+        report = run_perf(settings, n_docs=args.docs, n_queries=args.queries)
     print(json.dumps(report, indent=None if args.json else 2))
     return 0
 
@@ -251,6 +257,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
                        description="Speed benchmark, measured as ratios against baselines run in the same process.")
     p.add_argument("--docs", type=int, default=2000, help="documents for the encode-throughput test")
     p.add_argument("--queries", type=int, default=100, help="queries for latency and batch tests")
+    p.add_argument("--llm", action="store_true",
+                   help="measure the local LLM instead: tokens/s, call latencies, the runner's overhead, 2 in flight")
+    p.add_argument("--llm-per-subset", type=int, default=4, help="with --llm: sample queries per subset")
     add_common(p)
     handlers["perf"] = cmd_perf
 

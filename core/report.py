@@ -14,10 +14,12 @@ from typing import Any
 
 import pandas as pd
 
-from core.analysis import HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL
+from core.analysis import (HYBRID_NOTE, LEADERBOARD_COLUMNS, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL,
+                           ptr_gain)
 from core.results import ResultsReader
 from core.router import ROUTER_NOTE
 from core.settings import PROJECT_ROOT
+from core.toolbench import subset_order
 
 PAPER_NAMES = {"G1_instruction": "G1", "G2_instruction": "G2", "G3_instruction": "G3"}
 GOLD_NOTES = {
@@ -76,6 +78,71 @@ def paper_main(paper: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+PAPER_SYSTEM = "paper: Gemini 2.5 Flash (gte-base)"
+
+
+def paper_leaderboard(paper: dict[str, Any]) -> pd.DataFrame:
+    """The paper's RtP and PtR at k=5 as leaderboard rows (its G1/G2/G3 are our *_instruction subsets)."""
+    sizes = (paper.get("setup") or {}).get("subsets") or {}
+    rows = []
+    for name, group in (paper.get("main_k5", {}).get("gemini-2.5-flash") or {}).items():
+        subset = next((s for s, g in PAPER_NAMES.items() if g == name), None)
+        if subset is None:
+            continue
+        for arch in ("rtp", "ptr"):
+            recall, _ = _mean_std(group.get(arch, {}).get("recall"))
+            precision, _ = _mean_std(group.get(arch, {}).get("precision"))
+            rows.append({"system": PAPER_SYSTEM, "arch": arch, "subset": subset,
+                         "recall": math.nan if recall is None else recall,
+                         "precision": math.nan if precision is None else precision, "n": sizes.get(name)})
+    return pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
+
+
+def leaderboard(reader: ResultsReader, gold: str = "api_list", paper: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Every backend's latest study and the paper, one row per (system, arch, subset)."""
+    paper = load_paper() if paper is None else paper
+    return pd.concat([reader.leaderboard(gold), paper_leaderboard(paper)], ignore_index=True)
+
+
+def leaderboard_wide(board: pd.DataFrame) -> pd.DataFrame:
+    """One row per system and architecture, columns "<subset> recall|precision|n" in the study's order."""
+    if board.empty:
+        return pd.DataFrame(columns=["system", "arch"])
+    wide = board.pivot_table(index=["system", "arch"], columns="subset", values=["recall", "precision", "n"],
+                             aggfunc="first")
+    order = subset_order(board["subset"])
+    columns = [(metric, subset) for subset in order for metric in ("recall", "precision", "n")
+               if (metric, subset) in wide.columns]
+    wide = wide[columns]
+    wide.columns = [f"{subset} {metric}" for metric, subset in columns]
+    systems = list(dict.fromkeys(board["system"]))
+    archs = {"rtp": 0, "ptr": 1, "hybrid": 2}
+    wide = wide.reset_index()
+    return wide.sort_values(["system", "arch"], key=lambda col: col.map(
+        {s: i for i, s in enumerate(systems)} if col.name == "system" else archs)).reset_index(drop=True)
+
+
+def backends_section(reader: ResultsReader, gold: str, paper: dict[str, Any]) -> dict[str, Any]:
+    """Backends side by side: the leaderboard, PtR's G2 gain per system, planner and stub behaviour."""
+    board = leaderboard(reader, gold, paper)
+    per_backend = {b: (reader.setup(b) or {}).get("backend_label", b) for b in reader.backends()}
+
+    def stacked(read) -> list[dict[str, Any]]:
+        frames = [read(b).assign(system=label) for b, label in per_backend.items()]
+        return records(pd.concat(frames, ignore_index=True)) if frames else []
+
+    return {"title": "Backends side by side (k=5): each backend's latest study and the paper",
+            "ours": records(board), "wide": records(leaderboard_wide(board)),
+            "g2_gain": records(ptr_gain(board, "G2_instruction")),
+            "trajectory": stacked(lambda b: reader.trajectory(gold, b)),
+            "stubs": stacked(lambda b: reader.stub_stats(b)),
+            "paper": {"trajectory": paper.get("trajectory"), "stubs": paper.get("stubs")},
+            "note": "recall@5 and precision@5 are means over runs (n = queries per mean). A backend whose runs "
+                    "cover a sample of the queries says so in its n. PtR minus RtP on G2 per system separates "
+                    "the decomposition (the offline heuristic has no model) from the model (gemma-3-270m, "
+                    "Gemini): the retrieval half is the same code and index for all."}
+
+
 def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | None = None,
                  paper: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every section of the study for the latest complete runs; `paper` defaults to data/paper_reference.json."""
@@ -114,6 +181,7 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
                    "fit": _clean({**reader.router_fit(gold, backend=backend),
                                   **reader.router_signal(gold, backend=backend)}), "paper": None,
                    "note": ROUTER_NOTE},
+        "backends": backends_section(reader, gold, paper),
         "cost": {"title": "Tokens per query", "ours": records(reader.cost(backend)),
                  "routing": _clean(reader.routing_savings(backend)), "paper": paper.get("cost"),
                  "note": "tokens as reported when each answer was produced (cache replays keep the original "
@@ -186,4 +254,8 @@ def render_text(report: dict[str, Any]) -> str:
                       f"{_fmt(r['total_tokens'])} of all tokens and {_fmt(r['discovery_overhead'])} of discovery "
                       "tokens (- = no tokens were used, e.g. the offline heuristic)"]
         lines += [_paper_lines(section.get("paper")), ""]
+    backends = sections["backends"]
+    lines += [f"== {backends['title']}", _table(backends["wide"]), "  PtR minus RtP recall on G2_instruction:",
+              _table(backends["g2_gain"]), "  planner trajectory per backend:", _table(backends["trajectory"]),
+              "  stubs per backend:", _table(backends["stubs"]), f"  {backends['note']}", ""]
     return "\n".join(lines)

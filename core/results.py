@@ -424,6 +424,24 @@ class ResultsReader:
                                          self._rows(runs, ("subset", "query_id", *GOLD_SCORES)), gold)
         return self._memo(("hybrid_table", gold, backend), compute)
 
+    def backends(self) -> list[str]:
+        """Backends with a complete main study, in name order: each has its own latest setup."""
+        runs = self._runs_frame()
+        mains = runs[(runs["status"] == "complete") & (runs["kind"] == "main")]
+        return sorted(mains["llm_backend"].unique().tolist())
+
+    def leaderboard(self, gold: str = "api_list") -> pd.DataFrame:
+        """analysis.LEADERBOARD_COLUMNS for every backend's latest study: system (its backend label), arch
+        (rtp, ptr, hybrid), subset, recall and precision at the main k, n queries. The paper's rows are
+        added by core.report.leaderboard (this reader reads the database only)."""
+        def compute() -> pd.DataFrame:
+            parts = [analysis.leaderboard_rows((self.setup(b) or {}).get("backend_label", b),
+                                               self.main_table(gold, b), self.hybrid_table(gold, b))
+                     for b in self.backends()]
+            return (pd.concat(parts, ignore_index=True) if parts
+                    else pd.DataFrame(columns=analysis.LEADERBOARD_COLUMNS))
+        return self._memo(("leaderboard", gold), compute)
+
     def ksweep(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
         return self._memo(("ksweep", gold, backend), lambda: analysis.ksweep_table(
             self._per_run(self._selected("ksweep", backend)), gold))

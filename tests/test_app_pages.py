@@ -258,7 +258,8 @@ def test_hostile_description_is_shown_as_text(app_env, index_ready) -> None:
 
 # ---------------------------------------------------------------- results, examples, stubs, registry
 
-RESULT_TABS = ["Main table", "k sweep", "Scaling", "Per query", "Beyond the paper", "Token cost", "Planner", "Runs"]
+RESULT_TABS = ["Main table", "k sweep", "Scaling", "Per query", "Beyond the paper", "Backends", "Token cost", "Planner",
+               "Runs"]
 
 
 def test_results_page_renders_only_the_open_tab_named_in_the_url(app_env) -> None:
@@ -284,6 +285,12 @@ def test_results_page_renders_only_the_open_tab_named_in_the_url(app_env) -> Non
             [router_table] = [d.value for d in at.dataframe if "router_recall" in d.value.columns]
             assert router_table["subset"].tolist()[-1] == "all" and router_table["n"].iloc[-1] == len(QUERIES)
             assert "Spearman" in markdown_everywhere(at)
+        if label == "Backends":
+            [board] = [d.value for d in at.dataframe if "G1_instruction recall" in d.value.columns]
+            systems = board["system"].tolist()
+            assert "offline heuristic, not an LLM" in systems and "paper: Gemini 2.5 Flash (gte-base)" in systems
+            assert set(board[board["system"] == "offline heuristic, not an LLM"]["arch"]) == {"rtp", "ptr", "hybrid"}
+            assert "decomposition or the model" in markdown_everywhere(at)
     assert charts >= 7 and tables_seen >= 10 and downloads >= 18
 
 

@@ -21,7 +21,7 @@ from core.settings import PROJECT_ROOT
 from tests.test_experiments import run_study
 
 SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid", "router",
-            "cost"}
+            "cost", "backends"}
 
 
 @pytest.fixture(scope="module")
@@ -237,3 +237,40 @@ def test_bench_all_then_report_through_the_cli(tiny_env: dict[str, str], capsys:
     assert data["setup"]["backend_label"] == "offline heuristic, not an LLM"
     recall_tests = {r["test"] for r in data["sections"]["main"]["ours"] if r["metric"] == "recall"}
     assert recall_tests == {"n/a (no variance across runs)"}  # the offline heuristic gives identical runs
+
+
+def test_leaderboard_puts_every_backend_beside_the_paper(tmp_path: Path) -> None:
+    """Two backends' studies in one database: one row per system, architecture and subset, the paper's too."""
+    from core.experiments import agents_factory, memoised, run_hybrid, run_main
+    from core.report import PAPER_SYSTEM, leaderboard, leaderboard_wide
+    from core.settings import Settings
+    from tests.test_experiments import fake_agents, make_queries, make_retriever
+
+    url = f"sqlite:///{tmp_path / 'two.sqlite'}"
+    store, retriever, queries = run_study(url, runs=1, ks=(5,), sizes=(None,), seeds=1)
+    run_hybrid(store, retriever, queries, commit="abc123")
+    offline = agents_factory(Settings.from_env(env={"LLM_BACKEND": "offline", "CACHE_DIR": str(tmp_path)}), retriever)
+    run_main(store, retriever, offline, queries, runs=1, k=5, commit="abc123")
+    store.close()
+    reader = ResultsReader(url)
+    assert reader.backends() == ["fake", "offline"]
+    board = leaderboard(reader, "api_list", load_paper())
+    systems = list(dict.fromkeys(board["system"]))
+    assert systems == ["fake fake-llm-1", "offline heuristic, not an LLM", PAPER_SYSTEM]
+    fake = board[board["system"] == "fake fake-llm-1"]
+    assert set(fake["arch"]) == {"rtp", "ptr", "hybrid"}  # the offline study ran no hybrid
+    assert set(board[board["system"] == "offline heuristic, not an LLM"]["arch"]) == {"rtp", "ptr"}
+    assert set(fake["n"]) == {6}
+    main = reader.main_table("api_list", "fake").set_index(["subset", "metric"])
+    row = fake[(fake["arch"] == "ptr") & (fake["subset"] == "G2_instruction")].iloc[0]
+    assert row["recall"] == pytest.approx(main.at[("G2_instruction", "recall"), "ptr_mean"])
+    paper = board[board["system"] == PAPER_SYSTEM].set_index(["arch", "subset"])
+    assert paper.at[("ptr", "G2_instruction"), "recall"] == 0.188 and paper.at[("rtp", "G1_instruction"), "n"] == 200
+    wide = leaderboard_wide(board)
+    assert list(wide.columns[:5]) == ["system", "arch", "G1_instruction recall", "G1_instruction precision",
+                                      "G1_instruction n"]
+    assert len(wide) == 3 + 2 + 2
+    gain = A.ptr_gain(board, "G2_instruction").set_index("system")
+    assert gain.at[PAPER_SYSTEM, "ptr_minus_rtp"] == pytest.approx(0.188 - 0.143)
+    report = build_report(reader)
+    assert len(report["sections"]["backends"]["g2_gain"]) == 3 and "Backends side by side" in render_text(report)

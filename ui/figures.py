@@ -82,6 +82,34 @@ def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k
     return _layout(fig, title)
 
 
+SYSTEM_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+SYSTEM_SYMBOLS = ("circle", "square", "diamond-open", "triangle-up", "x")
+
+
+def crossover_backends(board: pd.DataFrame, metric: str = "recall", k: int = 5) -> go.Figure:
+    """metric@k by subset for every system of the leaderboard: colour = architecture, line style = system."""
+    title = f"{metric}@{k} by subset, every backend"
+    if board.empty:
+        return empty(title, "No main-comparison results yet: run `python -m core bench main`.")
+    order = subset_order(board["subset"])
+    fig = go.Figure()
+    for i, system in enumerate(dict.fromkeys(board["system"])):
+        for arch in ("rtp", "ptr", "hybrid"):
+            part = board[(board["system"] == system) & (board["arch"] == arch)].dropna(subset=[metric])
+            if part.empty:
+                continue
+            part = part.set_index("subset").loc[[s for s in order if s in set(part["subset"])]].reset_index()
+            fig.add_trace(go.Scatter(
+                x=part["subset"], y=part[metric], name=plot_text(f"{ARCH_NAMES[arch]} · {system}", 70),
+                mode="lines+markers", line={"color": ARCH_COLORS[arch], "dash": SYSTEM_DASHES[i % 5], "width": 2},
+                marker={"color": ARCH_COLORS[arch], "symbol": SYSTEM_SYMBOLS[i % 5], "size": 9},
+                customdata=part["n"], hovertemplate="%{x}<br>" + plot_text(system, 60) + " · " + ARCH_NAMES[arch]
+                + " %{y:.3f} (n %{customdata})<extra></extra>"))
+    fig.update_xaxes(categoryorder="array", categoryarray=order, title=None)
+    fig.update_yaxes(title=f"{metric}@{k}", rangemode="tozero")
+    return _layout(fig, title, height=480)
+
+
 def _grid(n: int, per_row: int = 3) -> tuple[int, int]:
     cols = min(n, per_row)
     return math.ceil(n / cols), cols

@@ -27,15 +27,14 @@ MAP_SAMPLE = 5_000  # registry vectors the PCA map is fitted on and draws
 
 
 def available_backends(settings: Settings) -> list[str]:
-    """Backends this deployment can call: the configured one, and offline, which needs nothing."""
-    return list(dict.fromkeys([settings.llm_backend, "offline"]))
+    """Backends the Inspector offers: the configured one, the local model (which says how to install it
+    when it is not), and offline, which needs nothing."""
+    return list(dict.fromkeys([settings.llm_backend, "local", "offline"]))
 
 
 def with_backend(settings: Settings, backend: str) -> Settings:
     """Settings using `backend`, which must be one of available_backends(settings)."""
-    if backend == settings.llm_backend:
-        return settings
-    return settings.with_(llm_backend=backend, llm_model="offline-heuristic")
+    return settings.with_backend(backend)
 
 
 @st.cache_resource(show_spinner=False)

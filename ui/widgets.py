@@ -37,8 +37,9 @@ def error(message: object, settings: Settings | None = None) -> None:
 def offline_banner(settings: Settings) -> None:
     if settings.llm_backend == "offline":
         st.warning(f"No LLM is configured: PtR's stubs and both planners come from the **{md(OFFLINE_LABEL)}**. "
-                   "Set GEMINI_API_KEY (or LLM_BACKEND=openai with OPENAI_BASE_URL) to use an LLM.",
-                   icon=":material/info:")
+                   "For a real LLM with no key, run `make llm` and pick *local* in the Inspector (or set "
+                   "LLM_BACKEND=local: gemma-3-270m on llama.cpp); GEMINI_API_KEY, or LLM_BACKEND=openai with "
+                   "OPENAI_BASE_URL, use a hosted one.", icon=":material/info:")
 
 
 def results_ready(settings: Settings) -> bool:

@@ -11,8 +11,7 @@ from google.genai import errors, types
 
 from core.llm.base import LLMError, LLMResponse, Usage, kind_for_status
 from core.llm.retry import RetryPolicy, call_with_retry, parse_retry_after
-
-DEFAULT_MODEL = "gemini-2.5-flash"
+from core.settings import DEFAULT_GEMINI_MODEL as DEFAULT_MODEL
 
 
 class GeminiClient:
