@@ -2,10 +2,11 @@
 
 Measured in one process on a stratified sample of benchmark queries (the first n of every subset):
 - prompt and generation tokens/s of one instance from an empty cache (llama-bench's pp and tg);
-- p50/p95 seconds of a stub list and of a plan, with their token counts;
-- a main study of the sample (RtP and PtR, one run, into a throw-away SQLite file): its wall time
-  against N·L/C (N LLM calls, L their mean latency, C the calls that can run at once), whose
-  ratio says how much the runner adds on top of the model (goal: at most 1.25);
+- p50/p95 seconds of a stub list and of a plan, with their token counts, as the Inspector calls them
+  (one after the other, LOCAL_INSTANCES copies so that each prompt kind keeps its examples cached);
+- a main study of the sample (RtP and PtR, one run, into a throw-away SQLite file), with the
+  cores shared out between the instances: its wall time against N·L/C (N LLM calls, L their mean
+  model time, C the instances), whose ratio says how much the runner adds (goal: at most 1.25);
 - whether two requests at once help on this machine: the same stub prompts through one instance
   with all threads, and through two instances with half the threads each, two calls in flight.
 No call cache is used anywhere, so every figure is a real generation.
@@ -89,7 +90,8 @@ def run_llm_perf(settings: Settings, per_subset: int = 4) -> dict:
     retriever, _ = build_retriever(settings)
     queries = sample_queries(settings, per_subset)
     client = LocalLlamaClient(resolve_local_model(settings.local_model, settings.cache_dir),
-                              n_threads=settings.local_threads, timeout_s=settings.llm_timeout_s).load()
+                              n_threads=settings.local_threads, instances=settings.local_instances,
+                              timeout_s=settings.llm_timeout_s).load()
     style = STYLES[client.prompt_style]
     report: dict = {"model": client.provenance(), "cpus": os.cpu_count(), "sample": len(queries),
                     "speed": client.speed()}
@@ -107,9 +109,11 @@ def run_llm_perf(settings: Settings, per_subset: int = 4) -> dict:
                               "mean_output_tokens": round(statistics.fmean(stub_tokens), 1)}
     report["planning"] = {"p50_s": _p(plan_s, 50), "p95_s": _p(plan_s, 95),
                           "mean_output_tokens": round(statistics.fmean(plan_tokens), 1)}
-    report["study"] = study_overhead(settings, queries, retriever, concurrency=8)
-    prompts = [style.discovery(q.query) for q in queries]
     cores = os.cpu_count() or 2
+    shared = settings.with_(local_threads=max(1, cores // settings.local_instances))
+    report["study"] = {"threads_each": shared.local_threads,
+                       **study_overhead(shared, queries, retriever, concurrency=2 * settings.local_instances)}
+    prompts = [style.discovery(q.query) for q in queries]
     report["parallel"] = [parallel_throughput(settings, prompts, 1, cores),
                           parallel_throughput(settings, prompts, 2, max(1, cores // 2))]
     one, two = report["parallel"]

@@ -140,20 +140,19 @@ class LLMPlanner:
     def plan(self, query: str, hits: Sequence[Hit]) -> Plan:
         text = clean_query(query)
         apis = [(h.display_name, getattr(self.lookup(h.key), "description", "")) for h in hits]
-        start = time.perf_counter()
         names = [name for name, _ in apis]
 
-        def validate(reply: dict) -> dict:
-            return validate_plan(self.style.plan_from_reply(reply, names))
+        def validate(answer: dict) -> dict:
+            return validate_plan(self.style.plan_from_reply(answer, names))
 
-        obj, response, error, usage = generate_json(self.client, self.style.planner(text, apis),
-                                                    self.style.planner_schema(names), 0.0, validate)
-        latency = time.perf_counter() - start
-        cached = bool(response and response.cached)
-        if obj is None:
+        reply = generate_json(self.client, self.style.planner(text, apis), self.style.planner_schema(names), 0.0,
+                              validate)
+        usage, latency = reply.usage, reply.latency_s
+        cached = bool(reply.response and reply.response.cached)
+        if reply.obj is None:
             return Plan((), (), (), None, len(hits), self.backend, self.model, self.prompt_version, usage, latency,
-                        parse_error=error, cached=cached)
-        obj = validate(obj)
+                        parse_error=reply.error, cached=cached)
+        obj = validate(reply.obj)
         selected = tuple(str(s) for s in obj.get("selected_apis") or [])
         refusal = obj.get("refusal") or None
         return Plan(selected, match_selections(selected, hits), tuple(str(s) for s in obj.get("steps") or []),

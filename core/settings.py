@@ -53,7 +53,7 @@ class Settings:
     openai_base_url: str = ""
     local_model: str = ""
     local_threads: int = 2
-    local_instances: int = 1
+    local_instances: int = 2
     gemini_base_url: str = ""
     database_url: str = ""
     cache_dir: Path = PROJECT_ROOT / "data" / "cache"
@@ -92,7 +92,7 @@ class Settings:
             openai_base_url=openai_url,
             local_model=local_model,
             local_threads=int(merged.get("LOCAL_THREADS", "2")),
-            local_instances=int(merged.get("LOCAL_INSTANCES", "1")),
+            local_instances=int(merged.get("LOCAL_INSTANCES", "2")),
             gemini_base_url=merged.get("GEMINI_BASE_URL", ""),
             database_url=merged.get("DATABASE_URL", ""),
             cache_dir=Path(merged.get("CACHE_DIR", str(root / "data" / "cache"))),

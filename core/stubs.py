@@ -80,13 +80,12 @@ class LLMStubWriter:
 
     def write(self, query: str) -> StubOutcome:
         text = clean_query(query)
-        start = time.perf_counter()
-        obj, response, error, usage = generate_json(self.client, self.style.discovery(text),
-                                                    self.style.discovery_schema(), 0.0, validate_stubs)
-        latency = time.perf_counter() - start
-        cached = bool(response and response.cached)
-        if obj is None:
-            return StubOutcome((Stub(text),), self.backend, self.model, self.prompt_version, usage, latency,
-                               fallback=True, error=error, cached=cached)
-        stubs = tuple(Stub(s["name"], s["reasoning"]) for s in validate_stubs(obj))
-        return StubOutcome(stubs, self.backend, self.model, self.prompt_version, usage, latency, cached=cached)
+        reply = generate_json(self.client, self.style.discovery(text), self.style.discovery_schema(), 0.0,
+                              validate_stubs)
+        cached = bool(reply.response and reply.response.cached)
+        if reply.obj is None:
+            return StubOutcome((Stub(text),), self.backend, self.model, self.prompt_version, reply.usage,
+                               reply.latency_s, fallback=True, error=reply.error, cached=cached)
+        stubs = tuple(Stub(s["name"], s["reasoning"]) for s in validate_stubs(reply.obj))
+        return StubOutcome(stubs, self.backend, self.model, self.prompt_version, reply.usage, reply.latency_s,
+                           cached=cached)

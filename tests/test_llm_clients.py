@@ -201,13 +201,15 @@ def test_parse_json_object_rejects_non_objects(text: str) -> None:
 def test_malformed_json_gets_one_repair_then_reports(backend: str, server: FakeServer, sleeps: SleepRecorder) -> None:
     server.enqueue(ok(backend, "I think you need a weather tool."), ok(backend, "still not json"))
     client = client_for(backend, server.url, sleeps)
-    obj, resp, reason, usage = generate_json(client, "q", DISCOVERY_SCHEMA, 0.0, validate_stubs)
+    reply = generate_json(client, "q", DISCOVERY_SCHEMA, 0.0, validate_stubs)
+    obj, resp, reason, usage = reply.obj, reply.response, reply.error, reply.usage
     assert obj is None and reason is not None and reason.startswith("malformed_json:")
     assert resp is not None and resp.text == "still not json"
     assert len(server.requests) == 2
     repair = sent_prompt(backend, server.requests[1].body)
     assert repair.startswith("q\n") and "I think you need a weather tool." in repair and "valid JSON only" in repair
     assert usage == resp.usage + resp.usage
+    assert reply.latency_s > resp.latency_s > 0  # the model time of both calls
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -215,9 +217,10 @@ def test_empty_stubs_fail_validation_then_repair_succeeds(
     backend: str, server: FakeServer, sleeps: SleepRecorder
 ) -> None:
     server.enqueue(ok(backend, '{"stubs": []}'), ok(backend, '```json\n{"stubs": [{"name": "get_weather"}]}\n```'))
-    obj, resp, reason, usage = generate_json(
+    reply = generate_json(
         client_for(backend, server.url, sleeps), "q", DISCOVERY_SCHEMA, 0.0, validate_stubs
     )
+    obj, resp, reason, usage = reply.obj, reply.response, reply.error, reply.usage
     assert reason is None and obj is not None and resp is not None
     assert validate_stubs(obj) == [{"name": "get_weather", "reasoning": ""}]
     assert "validation:" in sent_prompt(backend, server.requests[1].body)
@@ -226,9 +229,10 @@ def test_empty_stubs_fail_validation_then_repair_succeeds(
 
 def test_validation_failing_twice_reports_validation_reason(server: FakeServer, sleeps: SleepRecorder) -> None:
     server.enqueue(gemini_ok('{"stubs": []}'), gemini_ok('{"stubs": [{"reasoning": "x"}]}'))
-    obj, _, reason, _ = generate_json(
+    reply = generate_json(
         client_for("gemini", server.url, sleeps), "q", DISCOVERY_SCHEMA, 0.0, validate_stubs
     )
+    obj, reason = reply.obj, reply.error
     assert obj is None and reason == "validation: stub 0 has no name"
 
 
@@ -236,7 +240,8 @@ def test_validation_failing_twice_reports_validation_reason(server: FakeServer, 
 def test_refusal_plan_is_parsed(backend: str, server: FakeServer, sleeps: SleepRecorder) -> None:
     plan = {"selected_apis": [], "steps": [], "refusal": "None of the APIs books flights."}
     server.enqueue(ok(backend, json.dumps(plan)))
-    obj, _, reason, _ = generate_json(client_for(backend, server.url, sleeps), "q", PLANNER_SCHEMA, 0.0, validate_plan)
+    reply = generate_json(client_for(backend, server.url, sleeps), "q", PLANNER_SCHEMA, 0.0, validate_plan)
+    obj, reason = reply.obj, reply.error
     assert reason is None and obj is not None
     assert validate_plan(obj)["refusal"] == "None of the APIs books flights."
     assert len(server.requests) == 1
@@ -248,14 +253,16 @@ def test_generate_json_reports_llm_errors_without_raising(
 ) -> None:
     server.enqueue(*[err(backend, 429) for _ in range(2)])
     client = client_for(backend, server.url, sleeps, max_attempts=2)
-    obj, resp, reason, usage = generate_json(client, "q", PLANNER_SCHEMA, 0.0, validate_plan)
+    reply = generate_json(client, "q", PLANNER_SCHEMA, 0.0, validate_plan)
+    obj, resp, reason, usage = reply.obj, reply.response, reply.error, reply.usage
     assert (obj, resp, usage) == (None, None, Usage())
     assert reason is not None and reason.startswith("llm_error[rate_limit]:")
 
 
 def test_generate_json_reports_error_during_repair(server: FakeServer, sleeps: SleepRecorder) -> None:
     server.enqueue(gemini_ok("nope"), gemini_error(400, "bad"))
-    obj, resp, reason, usage = generate_json(client_for("gemini", server.url, sleeps), "q", {}, 0.0)
+    reply = generate_json(client_for("gemini", server.url, sleeps), "q", {}, 0.0)
+    obj, resp, reason, usage = reply.obj, reply.response, reply.error, reply.usage
     assert obj is None and resp is not None and resp.text == "nope" and usage == resp.usage
     assert reason is not None and reason.startswith("llm_error[bad_request]:") and "malformed_json" in reason
 
@@ -307,7 +314,8 @@ def test_api_key_never_leaks(
     with pytest.raises(LLMError) as info:
         client.generate("q")
     client.generate("q")
-    _, _, reason, _ = generate_json(client_for(backend, f"http://127.0.0.1:{closed_port()}", sleeps), "q", {})
+    reply = generate_json(client_for(backend, f"http://127.0.0.1:{closed_port()}", sleeps), "q", {})
+    reason = reply.error
     texts = [str(info.value), repr(info.value), info.value.message, repr(client), str(reason), caplog.text]
     assert all(KEY not in t for t in texts)
     assert "***" in str(info.value)

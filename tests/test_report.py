@@ -241,10 +241,9 @@ def test_bench_all_then_report_through_the_cli(tiny_env: dict[str, str], capsys:
 
 def test_leaderboard_puts_every_backend_beside_the_paper(tmp_path: Path) -> None:
     """Two backends' studies in one database: one row per system, architecture and subset, the paper's too."""
-    from core.experiments import agents_factory, memoised, run_hybrid, run_main
+    from core.experiments import agents_factory, run_hybrid, run_main
     from core.report import PAPER_SYSTEM, leaderboard, leaderboard_wide
     from core.settings import Settings
-    from tests.test_experiments import fake_agents, make_queries, make_retriever
 
     url = f"sqlite:///{tmp_path / 'two.sqlite'}"
     store, retriever, queries = run_study(url, runs=1, ks=(5,), sizes=(None,), seeds=1)

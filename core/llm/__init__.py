@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.llm.base import ERROR_KINDS, RETRYABLE_KINDS, LLMClient, LLMError, LLMResponse, LLMUnavailable, Usage
 from core.llm.cache import CachedClient, CallCache, cache_key
-from core.llm.jsonparse import MalformedJSON, generate_json, parse_json_object
+from core.llm.jsonparse import JsonReply, MalformedJSON, generate_json, parse_json_object
 from core.llm.retry import RetryPolicy, call_with_retry
 from core.settings import Settings
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_KINDS", "RETRYABLE_KINDS", "CachedClient", "CallCache", "GeminiClient", "LLMClient",
-    "LLMError", "LLMResponse", "LLMUnavailable", "MalformedJSON", "OpenAICompatClient", "RetryPolicy", "Usage",
+    "JsonReply", "LLMError", "LLMResponse", "LLMUnavailable", "MalformedJSON", "OpenAICompatClient", "RetryPolicy", "Usage",
     "cache_key", "call_with_retry", "generate_json", "make_client", "parse_json_object",
 ]
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from core.llm.base import LLMClient, LLMError, LLMResponse, Usage
@@ -67,27 +68,36 @@ def repair_prompt(prompt: str, bad_output: str, reason: str, schema: dict[str, A
     )
 
 
+@dataclass(frozen=True)
+class JsonReply:
+    """What generate_json got: the object (None exactly when `error` says why), the last response,
+    tokens and model seconds summed over the call and its repair (waits for a free model excluded)."""
+
+    obj: dict[str, Any] | None
+    response: LLMResponse | None
+    error: str | None
+    usage: Usage
+    latency_s: float
+
+
 def generate_json(
     client: LLMClient,
     prompt: str,
     schema: dict[str, Any] | None,
     temperature: float = 0.0,
     validate: Callable[[dict[str, Any]], object] | None = None,
-) -> tuple[dict[str, Any] | None, LLMResponse | None, str | None, Usage]:
-    """Ask for a JSON object, repairing once; returns (obj, last_response, error_reason, usage).
-
-    `obj` is None exactly when `error_reason` is set. Usage sums both calls. Never raises for
-    LLM or JSON failures, so a caller can record the reason and move on.
-    """
+) -> JsonReply:
+    """Ask for a JSON object, repairing once. Never raises for LLM or JSON failures, so a caller can
+    record the reason and move on."""
     total = Usage()
     try:
         first = client.generate(prompt, schema=schema, temperature=temperature)
     except LLMError as exc:
-        return None, None, _reason(f"llm_error[{exc.kind}]", exc.message), total
+        return JsonReply(None, None, _reason(f"llm_error[{exc.kind}]", exc.message), total, 0.0)
     total += first.usage
     obj, reason = _check(first.text, validate)
     if reason is None:
-        return obj, first, None, total
+        return JsonReply(obj, first, None, total, first.latency_s)
     _discard(client, prompt, schema, temperature)
     first_reason = reason
     try:
@@ -96,12 +106,12 @@ def generate_json(
         )
     except LLMError as exc:
         detail = f"{exc.message} (repairing {reason})"
-        return None, first, _reason(f"llm_error[{exc.kind}]", detail), total
+        return JsonReply(None, first, _reason(f"llm_error[{exc.kind}]", detail), total, first.latency_s)
     total += second.usage
     obj, reason = _check(second.text, validate)
     if reason is not None:
         _discard(client, repair_prompt(prompt, first.text, first_reason, schema), schema, temperature)
-    return obj, second, reason, total
+    return JsonReply(obj, second, reason, total, first.latency_s + second.latency_s)
 
 
 def _discard(client: LLMClient, prompt: str, schema: dict[str, Any] | None, temperature: float) -> None:
