@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test llm index index-artifact bench results perf clean-cache
+.PHONY: setup run test llm index index-artifact bench results results-local perf clean-cache
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,13 @@ results: $(STAMP)
 	$(PY) -m core bench ksweep --subsets all
 	$(PY) -m core bench hybrid --subsets all
 	$(PY) -m core bench scaling --subsets G1_instruction,G2_instruction
+	$(PY) -m core pack
+
+# Add the real-LLM study (gemma-3-270m, greedy, one run) to the results; about 75 min on 2 quiet cores.
+results-local: llm
+	LLM_BACKEND=local LOCAL_INSTANCES=2 LOCAL_THREADS=1 $(PY) -m core bench main --subsets all --runs 1 --concurrency 4
+	LLM_BACKEND=local $(PY) -m core bench ksweep --subsets all
+	LLM_BACKEND=local $(PY) -m core bench hybrid --subsets all
 	$(PY) -m core pack
 
 perf: $(STAMP)

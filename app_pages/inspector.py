@@ -127,9 +127,18 @@ if not stored:
         rtp_box = st.empty()
         with rtp_box.container():
             arch_column("rtp", quick["rtp"], lookup, k)
-    with ptr_slot, st.spinner("Writing stubs and plans…"):
+    # PtR's column first (its stubs and plan), then RtP's plan: with an LLM each call takes a second or
+    # two, and the call cache lets the full result below reuse the PtR calls made here.
+    with ptr_slot:
+        ptr_box = st.empty()
         try:
-            result = inspect_live(text, k, retriever, run_settings)
+            with ptr_box.container(), st.spinner("Writing stubs and PtR's plan…"):
+                early = inspect_live(text, k, retriever, run_settings, archs="ptr", plans=True)
+            if early.get("ptr"):
+                with ptr_box.container():
+                    arch_column("ptr", with_gold(early, gold)["ptr"], lookup, k)
+            with rtp_slot, st.spinner("RtP's plan…"):
+                result = inspect_live(text, k, retriever, run_settings)
         except Exception as exc:  # noqa: BLE001 - an LLM or planner failure must not hide RtP
             result, failure = quick, f"PtR and the planners failed: {exc}"
         if result.get("llm_error"):
@@ -148,8 +157,12 @@ else:
     with rtp_slot:
         arch_column("rtp", result.get("rtp"), lookup, k)
 
-with ptr_slot:
-    arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
+if stored:
+    with ptr_slot:
+        arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
+else:
+    with ptr_box.container():
+        arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
 hybrid_section(result.get("hybrid"), lookup, k)
 if safe_read(settings, "available"):
     router_verdict((result.get("rtp") or {}).get("top1_score"), safe_read(settings, "router_fit", gold=gold_def, k=k))

@@ -10,7 +10,9 @@ every page by sidebar click twice (first visit: empty caches; then warm), then a
 of each page's URL, then a new query typed into the Inspector (an "RtP answer").
 A page counts as loaded at the last moment Streamlit's running indicator shows (after its title
 appears), confirmed by 0.75 s without it; "first_columns_s" is when both columns' headers show.
-Needs the embedding cache (`python -m core index`) and Debian's chromium.
+`--local N` instead times N typed queries with LLM_BACKEND=local (after `make llm`; a fresh call cache, one
+warm-up query first): until PtR's column has its plan, and until both columns have theirs.
+Needs Debian's chromium.
 """
 from __future__ import annotations
 
@@ -71,13 +73,14 @@ def settled(page, title: str, poll_s: float = 0.025) -> float:
 
 
 @contextmanager
-def streamlit_server() -> Iterator[str]:
+def streamlit_server(env: dict[str, str] | None = None) -> Iterator[str]:
     """A fresh `streamlit run app.py` on a free port; yields its URL once /_stcore/health answers."""
     url = f"http://127.0.0.1:{free_port()}"
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.port", url.rsplit(":", 1)[1], "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
         while True:
             try:
@@ -148,11 +151,58 @@ def one_run() -> dict:
     return out
 
 
+LOCAL_QUERIES = (  # not benchmark queries, and asked of a fresh call cache: every answer is generated
+    "Find the top tracks of an artist on Spotify and then search YouTube for the official video",
+    "Get the weather forecast for Madrid and convert 50 euros to pounds",
+    "Show me trending GIFs about cats and translate a caption into Spanish",
+    "Look up the stock price of Apple and the latest news about Tesla",
+    "Find a pasta recipe and the nutrition facts of its main ingredient",
+    "Check if my email address is valid and send me an SMS reminder",
+)
+
+
+def local_inspector(n: int) -> dict:
+    """LLM_BACKEND=local, typed queries after one warm-up: seconds until PtR's column has its plan (the
+    planner line shows in it first) and until both columns have theirs."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    label = "Planner (local gemma-3-270m-q4_k_m)"
+    ptr_s, both_s = [], []
+    with tempfile.TemporaryDirectory() as cache, streamlit_server({"LLM_BACKEND": "local", "CACHE_DIR": cache}) as url, \
+            sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        for i, query in enumerate(LOCAL_QUERIES[: n + 1]):
+            page.goto(f"{url}/inspector")
+            box = page.get_by_role("textbox", name="Query")
+            box.wait_for(timeout=TIMEOUT_MS)
+            box.fill(query)
+            t0 = time.perf_counter()
+            box.press("Control+Enter")
+            page.get_by_text(label).first.wait_for(timeout=TIMEOUT_MS)
+            ptr = time.perf_counter() - t0
+            page.get_by_text(label).nth(1).wait_for(timeout=TIMEOUT_MS)
+            if i:  # the first query warms the model up (load, first prompts)
+                ptr_s.append(ptr)
+                both_s.append(time.perf_counter() - t0)
+        browser.close()
+    return {"queries": len(ptr_s), "ptr_column_s": [round(v, 2) for v in ptr_s],
+            "both_columns_s": [round(v, 2) for v in both_s], "ptr_column_median_s": round(statistics.median(ptr_s), 2),
+            "both_columns_median_s": round(statistics.median(both_s), 2)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--local", type=int, default=0, metavar="N",
+                        help="instead: N typed queries with the local LLM (make llm), timing PtR's column")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.local:
+        print(json.dumps(local_inspector(min(args.local, len(LOCAL_QUERIES) - 1)), indent=None if args.json else 2))
+        return 0
     runs = [one_run() for _ in range(args.runs)]
     keys = ["server_start_s", "first_columns_s", "first_load_s", "first_qid_load_s", "server_start_plus_first_load_s",
             "inspector_answer_s"]

@@ -55,9 +55,12 @@ def discovery_json(discovery: Discovery, plan: Plan | None, gold: Collection[Api
 
 def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, archs: str = "all",
                   use_cache: bool = True, gold: Collection[ApiKey] | None = None,
-                  agents: Agents | None = None, stubs: StubOutcome | None = None) -> dict:
-    """RtP and/or PtR for one query, with plans when an architecture's planner runs; with archs="all"
+                  agents: Agents | None = None, stubs: StubOutcome | None = None, plans: bool | None = None) -> dict:
+    """RtP and/or PtR for one query, with plans when `plans` (default: when archs="all"); with archs="all"
     also the hybrid's retrieval (PtR's stubs plus the raw query), which needs no further call.
+
+    PtR is computed before RtP's plan, and archs="ptr" with plans=True gives PtR's column alone, so a page
+    can show it as soon as its two calls are done (the call cache makes a later archs="all" reuse them).
 
     `stubs` lets a caller replay stored stubs instead of writing new ones. Failures of the LLM
     are recorded in the result (fallback stubs, parse errors, and "llm_error" when the backend cannot
@@ -67,16 +70,13 @@ def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, a
     if k < 1:
         raise ValueError("k must be at least 1")
     out: dict = {"query": query, "k": k}
-    want_plans = archs == "all"
+    want_plans = archs == "all" if plans is None else plans
     if (want_plans or archs == "ptr") and agents is None:
         try:
             agents = make_agents(settings, retriever, use_cache)
         except LLMUnavailable as exc:
             out["llm_error"] = str(exc)
-    if archs in ("rtp", "all"):
-        found = rtp(query, k, retriever)
-        plan = agents.planner.plan(query, found.hits) if want_plans and agents else None
-        out["rtp"] = discovery_json(found, plan, gold)
+    rtp_found = rtp(query, k, retriever) if archs in ("rtp", "all") else None
     if archs in ("ptr", "all") and agents is not None:
         outcome = stubs or agents.stub_writer.write(query)
         found = ptr_retrieve(outcome.stubs, k, retriever)
@@ -87,7 +87,10 @@ def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, a
                      backend_label=outcome.label, usage=usage_json(outcome.usage),
                      stub_latency_s=stub_json["latency_s"])
         out["ptr"] = block
-        if want_plans:  # hybrid discovery (beyond the paper): retrieval only, from the same stubs
+        if archs == "all":  # hybrid discovery (beyond the paper): retrieval only, from the same stubs
             out["hybrid"] = discovery_json(hybrid_retrieve(query, () if outcome.fallback else outcome.stubs, k,
                                                            retriever), None, gold)
-    return out
+    if rtp_found is not None:
+        plan = agents.planner.plan(query, rtp_found.hits) if want_plans and agents else None
+        out["rtp"] = discovery_json(rtp_found, plan, gold)
+    return {key: out[key] for key in ("query", "k", "llm_error", "rtp", "ptr", "hybrid") if key in out}

@@ -172,6 +172,18 @@ def test_free_text_query_fills_both_columns_and_the_url(app_env, index_ready) ->
     assert "stubs" in shown and "Planner" in shown and "top-1 cosine" in shown
 
 
+def test_the_local_backend_is_offered_and_says_why_it_cannot_run(app_env, index_ready, monkeypatch,
+                                                                  tmp_path) -> None:
+    """A local model that is not there: RtP still answers, and the page says what is wrong in one line."""
+    monkeypatch.setenv("LOCAL_MODEL", str(tmp_path / "missing.gguf"))
+    at = page("app_pages/inspector.py", {"q": "Find hotels in Paris", "backend": "local"})
+    no_exception(at)
+    assert at.selectbox[0].options == ["offline", "local"] and at.selectbox[0].value == "local"
+    assert [s.value for s in at.subheader][0] == "RtP · Retrieve-then-Plan" and len(at.expander) >= 5
+    [message] = [e.replace("\\", "") for e in texts(at, "error") if "local backend cannot run" in e]
+    assert "LOCAL_MODEL points at" in message and "missing.gguf, which is not a file" in message
+
+
 def test_url_restores_a_stored_benchmark_view_with_gold_marks(app_env) -> None:
     at = page("app_pages/inspector.py", {"qid": "G1_instruction:1", "k": str(MAIN_K)})
     no_exception(at)

@@ -261,3 +261,27 @@ def test_router_chart_draws_the_curve_the_fixed_policies_and_the_threshold() -> 
     blank = figures.router_curve(pd.DataFrame(columns=["threshold", "recall", "share_to_ptr"]),
                                  router.router_table(router.cross_validate(per_query.iloc[:0])), None)
     assert "No per-query results" in blank.layout.annotations[0].text
+
+
+def test_the_documented_registry_hint_is_the_shipped_index_or_a_measured_rate(tmp_path) -> None:
+    """While the full registry embeds, the sidebar offers the documented one: ready at once when its shipped
+    index matches, else timed at the running build's measured rate, never a guess."""
+    import time
+
+    from core.settings import Settings
+    from ui.session import IndexJob
+    from ui.widgets import _documented_hint
+
+    data = PROJECT_ROOT / "data" / "toolbench"
+    shipped = Settings.from_env(env={"TOOLBENCH_DATA": str(data), "CACHE_DIR": str(tmp_path)})
+    job = IndexJob("full", shipped)
+    assert _documented_hint(shipped, job) == "ready at once from the shipped index"
+    elsewhere = shipped.with_(index_dir=tmp_path / "no-index")
+    assert "measured its speed" in _documented_hint(elsewhere, job)
+    job.progress(1_000, 47_038)
+    job.first_progress -= 2.0  # as if the next report came two seconds later
+    job.progress(1_500, 47_038)
+    rate = job.rate
+    assert rate is not None and 200 < rate < 260
+    hint = _documented_hint(elsewhere, job)
+    assert hint == f"about {4940 / rate:.0f} s to embed at this build's measured {rate:.0f} APIs/s"

@@ -98,6 +98,20 @@ def full_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The full registry with the local backend: gemma-3-270m on llama.cpp, as `make llm` left it."""
+    from tests.test_local_llm import MODEL_CACHE, llama_built
+
+    if not llama_built() and not os.environ.get("CI"):
+        pytest.skip("llama.cpp is not built here: run `make llm`")
+    folder = tmp_path_factory.mktemp("local")
+    env = {"CACHE_DIR": str(MODEL_CACHE), "LLM_BACKEND": "local", "REGISTRY": "full",
+           "DATABASE_URL": f"sqlite:///{folder / 'results.sqlite'}", "TOOLBENCH_DATA": str(REPO_DATA)}
+    with streamlit_server(env, folder / "streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
 
@@ -160,4 +174,23 @@ def test_typed_query_on_the_full_registry(full_server: str, browser) -> None:
     page.goto(full_server)  # the Overview's status table says which index answered
     page.get_by_text("loaded from the shipped index").first.wait_for(timeout=RENDER_TIMEOUT_MS)
     assert page.get_by_text("47,038 APIs").count() >= 1
+    page.close()
+
+
+def test_typed_query_shows_the_local_models_stubs_and_plans(local_server: str, browser) -> None:
+    """`make llm`, then a typed query: real stubs and both plans from gemma-3-270m, labelled as such."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{local_server}/inspector")
+    box = page.get_by_role("textbox", name="Query")
+    box.wait_for(timeout=RENDER_TIMEOUT_MS)
+    assert page.get_by_text("offline heuristic, not an LLM").count() == 0  # no offline banner: a real LLM
+    box.fill("Find the top tracks of an artist on Spotify and then search YouTube for the official video")
+    box.press("Control+Enter")
+    label = "local gemma-3-270m-q4_k_m"
+    page.get_by_text(f"Planner ({label})").nth(1).wait_for(timeout=RENDER_TIMEOUT_MS)  # both columns planned
+    assert page.get_by_text(label).count() >= 3  # the stubs' line and both planners
+    assert page.get_by_text("stubs", exact=False).count() >= 1
+    assert page.locator("[data-testid='stException']").count() == 0
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "browser_test_inspector_local.png"), full_page=True)
     page.close()

@@ -33,11 +33,11 @@ def gemini(tmp_path: Path):
 
 def test_ptr_with_gemini_stubs_and_plans(gemini, small_retriever: Retriever) -> None:
     server, settings = gemini
-    server.enqueue(gemini_ok(plan_json(["Hotels/search hotels", "currency/EXCHANGE RATE", "Made/Up"])),
-                   gemini_ok(json.dumps(STUBS), output_tokens=40),
-                   gemini_ok(plan_json(["Hotels/search hotels"])))
+    server.enqueue(gemini_ok(json.dumps(STUBS), output_tokens=40),
+                   gemini_ok(plan_json(["Hotels/search hotels"])),
+                   gemini_ok(plan_json(["Hotels/search hotels", "currency/EXCHANGE RATE", "Made/Up"])))
     gold = {("Hotels", "search hotels"), ("Currency", "exchange rate")}
-    # RtP's planner runs first, then the stubs, then PtR's planner.
+    # The stubs come first, then PtR's planner, then RtP's (so a page can show PtR's column early).
     result = inspect_query(QUERY, 3, small_retriever, settings, archs="all", gold=gold)
     assert len(server.requests) == 3
     ptr = result["ptr"]
@@ -55,9 +55,9 @@ def test_ptr_with_gemini_stubs_and_plans(gemini, small_retriever: Retriever) -> 
 
 def test_malformed_answers_fall_back_and_rtp_still_shows(gemini, small_retriever: Retriever) -> None:
     server, settings = gemini
-    server.enqueue(gemini_ok("no json here"), gemini_ok("still not json"),   # RtP planner + its repair
-                   gemini_ok("{\"stubs\": []}"), gemini_ok("{\"stubs\": []}"),  # stubs + repair: empty
-                   gemini_ok("not json either"), gemini_ok("nor this"))  # PtR planner + its repair
+    server.enqueue(gemini_ok("{\"stubs\": []}"), gemini_ok("{\"stubs\": []}"),  # stubs + repair: empty
+                   gemini_ok("no json here"), gemini_ok("still not json"),  # PtR planner + its repair
+                   gemini_ok("not json either"), gemini_ok("nor this"))  # RtP planner + its repair
     result = inspect_query(QUERY, 3, small_retriever, settings, archs="all")
     assert len(result["rtp"]["hits"]) == 3
     assert result["rtp"]["plan"]["parse_error"].startswith("malformed_json")
@@ -83,14 +83,17 @@ def test_refusal_is_recorded(gemini, small_retriever: Retriever) -> None:
 
 def test_second_identical_query_is_served_from_the_cache(gemini, small_retriever: Retriever) -> None:
     server, settings = gemini
-    server.enqueue(gemini_ok(plan_json(["Hotels/search hotels"])), gemini_ok(json.dumps(STUBS)),
-                   gemini_ok(plan_json(["Currency/exchange rate"])))
+    server.enqueue(gemini_ok(json.dumps(STUBS)), gemini_ok(plan_json(["Currency/exchange rate"])),
+                   gemini_ok(plan_json(["Hotels/search hotels"])))
     first = inspect_query(QUERY, 3, small_retriever, settings, archs="all")
     assert len(server.requests) == 3
     second = inspect_query(QUERY, 3, small_retriever, settings, archs="all")
     assert len(server.requests) == 3  # no new HTTP request
     assert second["ptr"]["stubs"] == first["ptr"]["stubs"]
     assert second["ptr"]["plan"]["cached"] and second["ptr"]["usage"] == first["ptr"]["usage"]
+    # PtR's column alone, with its plan, is what a page shows first; it too comes from the cache.
+    alone = inspect_query(QUERY, 3, small_retriever, settings, archs="ptr", plans=True)
+    assert len(server.requests) == 3 and "rtp" not in alone and alone["ptr"]["plan"] == second["ptr"]["plan"]
     agents = make_agents(settings, small_retriever, use_cache=False)
     server.enqueue(gemini_ok(json.dumps(STUBS)))
     agents.stub_writer.write(QUERY)

@@ -71,15 +71,16 @@ class _Uncached(Exception):
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _inspect(text: str, k: int, archs: str, index_key: tuple, backend: str, model: str,
+def _inspect(text: str, k: int, archs: str, plans: bool | None, index_key: tuple, backend: str, model: str,
              _retriever: Retriever, _settings: Settings) -> dict:
-    result = inspect_query(text, k, _retriever, _settings, archs=archs)
+    result = inspect_query(text, k, _retriever, _settings, archs=archs, plans=plans)
     if result.get("llm_error"):  # e.g. the model is not installed yet: ask again on the next run
         raise _Uncached(result)
     return result
 
 
-def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, archs: str = "all") -> dict:
+def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, archs: str = "all",
+                 plans: bool | None = None) -> dict:
     """inspect_query, cached per (text, k, index, backend) so reruns of the page are instant.
 
     QueryError (empty or oversized text) propagates for the page to show; gold marks are applied
@@ -87,7 +88,8 @@ def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, ar
     """
     index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
     try:
-        return _inspect(text, k, archs, index_key, settings.llm_backend, settings.llm_model, retriever, settings)
+        return _inspect(text, k, archs, plans, index_key, settings.llm_backend, settings.llm_model, retriever,
+                        settings)
     except _Uncached as uncached:
         return uncached.result
 
