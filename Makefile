@@ -56,7 +56,7 @@ bench: $(STAMP)
 
 # Regenerate the committed results (offline backend, full registry); see README for timings.
 results: $(STAMP)
-	rm -f data/results.sqlite data/results.sqlite-wal data/results.sqlite-shm
+	rm -f data/results.sqlite data/results.sqlite-wal data/results.sqlite-shm data/results.sqlite.gz
 	$(PY) -m core bench main --subsets all
 	$(PY) -m core bench ksweep --subsets all
 	$(PY) -m core bench hybrid --subsets all

@@ -300,6 +300,7 @@ class Store:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        unpack_if_packed(url)  # append to the committed results, never start an empty file beside them
         self.engine = make_engine(url)
         check_schema(self.engine, create=True)
         self.session = sessionmaker(self.engine, expire_on_commit=False)

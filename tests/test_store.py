@@ -175,3 +175,18 @@ def test_packed_database_unpacks_on_first_read(url: str) -> None:
     assert len(reader.runs()) == 1
     with pytest.raises(ValueError, match="existing SQLite"):
         pack(f"sqlite:///{path.parent / 'missing.sqlite'}")
+
+
+def test_writer_appends_to_the_packed_database(url: str) -> None:
+    """A bench on a fresh clone (only the .gz there) adds its runs to the committed ones; a pack then keeps both."""
+    from core.store import pack
+
+    store = Store(url)
+    store.finish_run(store.start_run(spec(), 0, "abc123"))
+    store.close()
+    pack(url)
+    sqlite_path(url).unlink()
+    store = Store(url)
+    store.finish_run(store.start_run(spec(arch="ptr"), 0, "abc123"))
+    store.close()
+    assert sorted(ResultsReader(url).runs()["arch"]) == ["ptr", "rtp"]
