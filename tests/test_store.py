@@ -189,4 +189,6 @@ def test_writer_appends_to_the_packed_database(url: str) -> None:
     store = Store(url)
     store.finish_run(store.start_run(spec(arch="ptr"), 0, "abc123"))
     store.close()
+    pack(url)
+    sqlite_path(url).unlink()
     assert sorted(ResultsReader(url).runs()["arch"]) == ["ptr", "rtp"]
