@@ -24,7 +24,6 @@ def start_index() -> None:
 
 start_index()
 
-from core.offline_split import OFFLINE_LABEL  # noqa: E402 - after start_index on purpose
 from ui.safe import md  # noqa: E402
 from ui.widgets import error, offline_banner  # noqa: E402
 
@@ -58,8 +57,7 @@ with st.sidebar:
              help="api_list: the APIs a query was generated from (close to the paper's ground truth). "
                   "relevant: ToolBench's 'relevant APIs'. Every number on every page uses this choice.")
     st.slider("Default k", 1, 20, key="k_default", help="How many APIs each architecture retrieves.")
-    llm = OFFLINE_LABEL if settings.llm_backend == "offline" else f"{settings.llm_backend} · {settings.llm_model}"
-    st.caption(f"LLM backend: **{md(llm, 80)}**  \nEmbedding model: {md(settings.embedding_model, 80)}")
+    st.caption(f"LLM backend: **{md(settings.backend_label, 80)}**  \nEmbedding model: {md(settings.embedding_model, 80)}")
 
 settings = current_settings()
 try:

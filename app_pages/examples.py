@@ -4,9 +4,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.lab import queries_for
+from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
-from core.toolbench import subset_order
+from core.data.toolbench import subset_order
 from ui import tables
 from ui.figures import OUTCOME_NAMES
 from ui.session import current_settings

@@ -10,10 +10,10 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from core.discovery import QueryError
-from core.lab import queries_for, registry_for
+from core.retrieval.discovery import QueryError
+from core.data.loaders import queries_for, registry_for
 from core.settings import DataNotFoundError
-from core.toolbench import subset_order
+from core.data.toolbench import subset_order
 from ui.safe import md, one_line
 from ui.session import current_settings
 from ui.state import available_backends, db_read, inspect_live, with_backend

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.lab import queries_for
-from core.offline_split import OFFLINE_LABEL
+from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
-from ui import figures, paper, tables
+from core.analysis import paper
+from ui import figures, tables
 from ui.safe import md
 from ui.session import current_settings, index_job
 from ui.state import db_figure
@@ -64,8 +64,7 @@ def status_table() -> None:
     runs = ", ".join(f"{kind} {n}" for kind, n in (status.get("kinds") or {}).items())
     st.dataframe(pd.DataFrame({"": ["ToolBench data", "Registry", "Embedding model", "Index", "LLM backend", "Results"],
                                "status": [data, registry, settings.embedding_model, index,
-                                          OFFLINE_LABEL if settings.llm_backend == "offline"
-                                          else f"{settings.llm_backend} · {settings.llm_model}",
+                                          settings.backend_label,
                                           f"{status.get('n_complete', 0):,} complete runs ({runs or 'none'}) · "
                                           f"{status.get('error') or settings.results_url.removeprefix('sqlite:///')}"]}),
                  hide_index=True, width="stretch")

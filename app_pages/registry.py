@@ -4,8 +4,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.discovery import QueryError
-from core.registry import UNKNOWN_CATEGORY
+from core.retrieval.discovery import QueryError
+from core.data.registry import UNKNOWN_CATEGORY
 from core.settings import DataNotFoundError
 from ui import figures, tables
 from ui.safe import md

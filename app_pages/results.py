@@ -9,9 +9,10 @@ import math
 import pandas as pd
 import streamlit as st
 
-from core import analysis, router
-from core.toolbench import subset_order
-from ui import figures, paper, tables
+from core.analysis import tables as analysis, router
+from core.data.toolbench import subset_order
+from core.analysis import paper
+from ui import figures, tables
 from ui.safe import md
 from ui.session import current_settings
 from ui.state import db_figure
@@ -188,12 +189,12 @@ def runs_tab() -> None:
 
 def backends_tab() -> None:
     """Every backend's latest study side by side with the paper: leaderboard, crossover, planner, stubs."""
-    from core.report import leaderboard_wide, paper_leaderboard
+    from core.analysis.report import leaderboard_wide
 
     ours = safe_read(settings, "leaderboard", gold=gold)
     if not isinstance(ours, pd.DataFrame):
         return
-    board = pd.concat([ours, paper_leaderboard(ref)], ignore_index=True)
+    board = pd.concat([ours, paper.leaderboard_rows(ref)], ignore_index=True)
     st.markdown(f"**Leaderboard** (k = 5, gold = {gold}): recall@5 and precision@5 per subset, n = queries per "
                 "mean. Each backend's latest study; the paper's Gemini 2.5 Flash rows are its reported figures.")
     wide = leaderboard_wide(board)

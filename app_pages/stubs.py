@@ -4,10 +4,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.lab import queries_for
+from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
-from core.toolbench import subset_order
-from ui import figures, paper, tables
+from core.data.toolbench import subset_order
+from core.analysis import paper
+from ui import figures, tables
 from ui.session import current_settings
 from ui.state import db_figure
 from ui.widgets import download_buttons, results_ready, safe_read

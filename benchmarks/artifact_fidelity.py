@@ -22,13 +22,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.embedding import cache_key, load_cached  # noqa: E402
-from core.index import VectorIndex  # noqa: E402
-from core.index_artifact import artifact_name, decode_payload, encode_payload  # noqa: E402
-from core.lab import load_encoder, queries_for, registry_for  # noqa: E402
-from core.metrics import recall_at_k  # noqa: E402
+from core.retrieval.embedding import cache_key, load_cached  # noqa: E402
+from core.retrieval.index import VectorIndex  # noqa: E402
+from core.retrieval.artifact import artifact_name, decode_payload, encode_payload  # noqa: E402
+from core.retrieval.assemble import load_encoder  # noqa: E402
+from core.data.loaders import queries_for, registry_for
+from core.study.metrics import recall_at_k  # noqa: E402
 from core.settings import Settings  # noqa: E402
-from core.toolbench import subset_order  # noqa: E402
+from core.data.toolbench import subset_order  # noqa: E402
 
 K = 5
 

@@ -17,21 +17,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.experiments import memoised, run_main  # noqa: E402
-from core.inspect import Agents  # noqa: E402
-from core.llm import LLMResponse, Usage  # noqa: E402
-from core.planner import LLMPlanner  # noqa: E402
-from core.prompts import DISCOVERY_SCHEMA  # noqa: E402
-from core.store import Store  # noqa: E402
-from core.stubs import LLMStubWriter  # noqa: E402
-from core.toolbench import Query  # noqa: E402
+from core.retrieval.memo import memoised  # noqa: E402
+from core.study.main_study import run_main
+from core.agents.factory import Agents  # noqa: E402
+from core.agents.llm import LLMResponse, Usage  # noqa: E402
+from core.agents.planner import LLMPlanner  # noqa: E402
+from core.agents.prompts import DISCOVERY_SCHEMA  # noqa: E402
+from core.study.store import Store  # noqa: E402
+from core.agents.stubs import LLMStubWriter  # noqa: E402
+from core.data.toolbench import Query  # noqa: E402
 from tests.test_experiments import QUERY_SPECS, make_retriever  # noqa: E402
 
 TARGET_RATIO = 1.25
 
 
 class FixedLatencyLLM:
-    """Implements core.llm's LLMClient: sleeps `latency_s`, then answers valid JSON for either prompt."""
+    """Implements core.agents.llm's LLMClient: sleeps `latency_s`, then answers valid JSON for either prompt."""
 
     backend = "fake"
     model = "fixed-latency"

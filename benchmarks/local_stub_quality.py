@@ -20,13 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.evaluate import ptr_batch, rtp_batch, score_query  # noqa: E402
-from core.inspect import make_agents  # noqa: E402
-from core.lab import build_retriever, queries_for  # noqa: E402
-from core.prompts import STYLES  # noqa: E402
+from core.retrieval.batch import ptr_batch, rtp_batch  # noqa: E402
+from core.study.evaluate import score_query
+from core.agents.factory import make_agents  # noqa: E402
+from core.retrieval.assemble import build_retriever  # noqa: E402
+from core.data.loaders import queries_for
+from core.agents.prompts import STYLES  # noqa: E402
 from core.settings import Settings  # noqa: E402
-from core.stubs import OfflineStubWriter  # noqa: E402
-from core.toolbench import subset_order  # noqa: E402
+from core.agents.stubs import OfflineStubWriter  # noqa: E402
+from core.data.toolbench import subset_order  # noqa: E402
 
 EXAMPLE_NAMES = frozenset(re.findall(r'"name": "([a-z_]+)"', STYLES["completion"].discovery_template.template))
 

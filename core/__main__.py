@@ -3,6 +3,6 @@ from __future__ import annotations
 
 import sys
 
-from core.cli import main
+from core.cli.main import main
 
 sys.exit(main())

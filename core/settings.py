@@ -10,19 +10,12 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from core.backends import Backend, backend as backend_named
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 REGISTRIES = ("full", "documented")
-BACKENDS = ("offline", "gemini", "openai", "local")
-DEFAULT_LOCAL_MODEL = "gemma-3-270m-q4_k_m"
-DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"  # the GGUF `make llm` assembles; LOCAL_MODEL=path takes another
 ENCODER_RUNTIMES = ("auto", "numpy", "torch")
-
-
-def default_model(backend: str, local_model: str = "", openai_model: str = "") -> str:
-    """The model a backend uses when LLM_MODEL does not say: the one place these names are written."""
-    return {"gemini": DEFAULT_GEMINI_MODEL, "openai": openai_model, "offline": "offline-heuristic",
-            "local": Path(local_model).stem if local_model else DEFAULT_LOCAL_MODEL}[backend]
 
 
 class DataNotFoundError(RuntimeError):
@@ -74,20 +67,19 @@ class Settings:
         registry = merged.get("REGISTRY", "full").strip().lower()
         if registry not in REGISTRIES:
             raise ValueError(f"REGISTRY must be one of {', '.join(REGISTRIES)}, not {registry!r}")
-        if backend not in BACKENDS:
-            raise ValueError(f"LLM_BACKEND must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        declared = backend_named(backend)
         runtime = merged.get("ENCODER_RUNTIME", "auto").strip().lower()
         if runtime not in ENCODER_RUNTIMES:
             raise ValueError(f"ENCODER_RUNTIME must be one of {', '.join(ENCODER_RUNTIMES)}, not {runtime!r}")
         local_model = merged.get("LOCAL_MODEL", "")
-        default = default_model(backend, local_model, merged.get("OPENAI_MODEL", ""))
+        default = declared.default_model(merged)
         return cls(
             toolbench_data=merged.get("TOOLBENCH_DATA") or None,
             registry=registry,
             embedding_model=merged.get("EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
             encoder_runtime=runtime,
             llm_backend=backend,
-            llm_model=default if backend == "local" else (merged.get("LLM_MODEL", "") or default),
+            llm_model=default if declared.fixed_model else (merged.get("LLM_MODEL", "") or default),
             llm_timeout_s=float(merged.get("LLM_TIMEOUT_S", "60")),
             openai_base_url=openai_url,
             local_model=local_model,
@@ -109,9 +101,17 @@ class Settings:
         """These settings with another backend and that backend's default model (the configured one's kept)."""
         if backend == self.llm_backend:
             return self
-        if backend not in BACKENDS:
-            raise ValueError(f"LLM_BACKEND must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        return replace(self, llm_backend=backend, llm_model=default_model(backend, self.local_model))
+        model = backend_named(backend).default_model({"LOCAL_MODEL": self.local_model})
+        return replace(self, llm_backend=backend, llm_model=model)
+
+    @property
+    def backend(self) -> Backend:
+        """The declaration of the configured LLM backend (core.backends)."""
+        return backend_named(self.llm_backend)
+
+    @property
+    def backend_label(self) -> str:
+        return self.backend.label(self.llm_model)
 
     @property
     def results_url(self) -> str:

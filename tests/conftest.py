@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.discovery import Retriever
-from core.index import VectorIndex
-from core.registry import Registry
+from core.retrieval.discovery import Retriever
+from core.retrieval.index import VectorIndex
+from core.data.registry import Registry
 from core.settings import PROJECT_ROOT, Settings
-from core.toolbench import Api
+from core.data.toolbench import Api
 
 REPO_DATA = PROJECT_ROOT / "data" / "toolbench"  # committed: every clone has it
 

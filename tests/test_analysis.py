@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from core import analysis as A
+from core.analysis import tables as A
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
@@ -221,7 +221,7 @@ def test_brand_name_losses_and_decomposition_wins() -> None:
 def test_paired_tests_match_scipy_and_handle_identical_pairs() -> None:
     from scipy import stats as sps
 
-    from core.analysis import paired_tests
+    from core.analysis.tables import paired_tests
 
     rtp = [0.5, 0.0, 1.0, 0.2, 0.4, 0.1]
     ptr = [0.7, 0.3, 0.9, 0.6, 0.5, 0.4]

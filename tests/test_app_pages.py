@@ -13,17 +13,21 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.discovery import Retriever
-from core.experiments import agents_factory, run_hybrid, run_ksweep, run_main, run_scaling
-from core.index import VectorIndex
-from core.inspect import Agents
-from core.llm import LLMError
-from core.planner import LLMPlanner
-from core.registry import Registry
+from core.retrieval.discovery import Retriever
+from core.agents.factory import agents_factory
+from core.study.hybrid import run_hybrid
+from core.study.ksweep import run_ksweep
+from core.study.main_study import run_main
+from core.study.scaling import run_scaling
+from core.retrieval.index import VectorIndex
+from core.agents.factory import Agents
+from core.agents.llm import LLMError
+from core.agents.planner import LLMPlanner
+from core.data.registry import Registry
 from core.settings import Settings
-from core.store import Store
-from core.stubs import LLMStubWriter
-from core.toolbench import Api, Query
+from core.study.store import Store
+from core.agents.stubs import LLMStubWriter
+from core.data.toolbench import Api, Query
 from tests.conftest import SMALL_APIS, FakeEncoder, write_compact_data
 from ui.widgets import GOLD_BADGE
 
@@ -237,7 +241,7 @@ class FailingClient:
 
 def test_llm_failure_mid_query_keeps_rtp(app_env, index_ready, monkeypatch) -> None:
     """A failing LLM: PtR falls back to the raw query, the planners report errors, RtP shows in full."""
-    monkeypatch.setattr("core.inspect.make_agents", lambda settings, retriever, use_cache=True: Agents(
+    monkeypatch.setattr("core.study.single_query.make_agents", lambda settings, retriever, use_cache=True: Agents(
         LLMStubWriter(FailingClient()), LLMPlanner(FailingClient(), retriever.registry.get)))
     at = page("app_pages/inspector.py", {"q": "Tell me a random joke about football"})
     no_exception(at)
@@ -252,7 +256,7 @@ def test_unexpected_ptr_crash_is_contained_to_its_column(app_env, index_ready, m
     def broken(*args, **kwargs):
         raise RuntimeError("stub writer crashed")
 
-    monkeypatch.setattr("core.inspect.make_agents", broken)
+    monkeypatch.setattr("core.study.single_query.make_agents", broken)
     at = page("app_pages/inspector.py", {"q": "Weather forecast for a city and a joke"})
     no_exception(at)
     assert len(at.expander) == 5  # RtP's hits

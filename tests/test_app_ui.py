@@ -10,7 +10,8 @@ import plotly.graph_objects as go
 import pytest
 
 from core.settings import PROJECT_ROOT
-from ui import figures, paper, tables
+from core.analysis import paper
+from ui import figures, tables
 from ui.projection import fit_pca, sample_rows
 from ui.safe import md, one_line, plot_text
 from ui.view import View, parse_qid, parse_view, stub_hits, total_latency_s, total_tokens, with_gold
@@ -245,7 +246,7 @@ def test_other_figures_build_from_reader_shaped_frames() -> None:
 
 
 def test_router_chart_draws_the_curve_the_fixed_policies_and_the_threshold() -> None:
-    from core import router
+    from core.analysis import router
 
     rng = np.random.default_rng(0)
     top1 = rng.uniform(0.3, 0.9, 60)

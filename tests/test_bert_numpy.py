@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from scipy.special import erf
 
-import core.lab
-from core.bert_numpy import NumpyBertEncoder, UnsupportedModel, check_supported, erf32
-from core.embedding import corpus_embeddings, resolve_model_path
-from core.registry import Registry
+import core.retrieval.assemble
+from core.retrieval.bert_numpy import NumpyBertEncoder, UnsupportedModel, check_supported, erf32
+from core.retrieval.embedding import corpus_embeddings, resolve_model_path
+from core.data.registry import Registry
 from core.settings import PROJECT_ROOT, Settings
-from core.toolbench import load_queries, load_registry
+from core.data.toolbench import load_queries, load_registry
 
 MODEL = "all-MiniLM-L6-v2"
 TOLERANCE = 1e-5  # float32 round-off between two orders of summation; measured ~3e-7
@@ -30,7 +30,7 @@ def test_erf32_matches_scipy_in_double() -> None:
 
 @pytest.fixture(scope="module")
 def both_encoders():
-    from core.embedding import SentenceTransformerEncoder
+    from core.retrieval.embedding import SentenceTransformerEncoder
 
     numpy_encoder = NumpyBertEncoder(resolve_model_path(MODEL), "minilm")
     return numpy_encoder, SentenceTransformerEncoder(MODEL)
@@ -55,7 +55,7 @@ def test_numpy_forward_pass_gives_the_sentence_transformers_vectors(both_encoder
 
 
 def test_a_fresh_interpreter_encodes_without_importing_torch() -> None:
-    code = ("import sys; from core.lab import load_encoder; e = load_encoder('all-MiniLM-L6-v2'); "
+    code = ("import sys; from core.retrieval.assemble import load_encoder; e = load_encoder('all-MiniLM-L6-v2'); "
             "v = e.encode(['find hotels in London']); "
             "print(e.runtime, v.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
@@ -91,8 +91,8 @@ def test_models_the_forward_pass_cannot_run_are_refused(tmp_path: Path, change: 
 def test_load_encoder_falls_back_to_sentence_transformers(tmp_path: Path, fake_encoder, monkeypatch) -> None:
     folder = _model_copy(tmp_path)
     (folder / "model.safetensors").unlink()
-    monkeypatch.setattr(core.lab, "load_reference_encoder", lambda name: fake_encoder)
-    load = core.lab.load_encoder.__wrapped__
+    monkeypatch.setattr(core.retrieval.assemble, "load_reference_encoder", lambda name: fake_encoder)
+    load = core.retrieval.assemble.load_encoder.__wrapped__
     assert load(str(folder), "auto") is fake_encoder
     assert load(MODEL, "torch") is fake_encoder
     assert load(MODEL, "auto").runtime == "numpy"

@@ -10,16 +10,16 @@ import sys
 import time
 from pathlib import Path
 
-from core.build_lock import exclusive_build, read_state
+from core.retrieval.build_lock import exclusive_build, read_state
 from core.settings import PROJECT_ROOT
 
 # A process that embeds 40 documents slowly (0.1 s per document), reporting progress, into CACHE.
 WORKER = r"""
 import json, sys, time
 import numpy as np
-from core.embedding import corpus_embeddings
-from core.registry import Registry
-from core.toolbench import Api
+from core.retrieval.embedding import corpus_embeddings
+from core.data.registry import Registry
+from core.data.toolbench import Api
 
 class SlowEncoder:
     model_id, dim, runtime = "slow-fake", 8, "fake"

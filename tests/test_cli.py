@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from core.cli import main
+from core.cli.main import main
 from core.settings import PROJECT_ROOT
 
 

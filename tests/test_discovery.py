@@ -3,9 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.discovery import (QUERY_LABEL, QueryError, Retriever, Stub, clean_query, hybrid_retrieve, merge_stub_hits,
-                            ptr_retrieve, rtp)
-from core.evaluate import hybrid_batch, ptr_batch, rtp_batch
+from core.retrieval.discovery import QUERY_LABEL, QueryError, Retriever, Stub, clean_query, hybrid_retrieve, merge_stub_hits, ptr_retrieve, rtp
+from core.retrieval.batch import hybrid_batch, ptr_batch, rtp_batch
 
 
 def test_merge_hand_computed_example() -> None:

@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.embedding import assert_normalised, cache_key, corpus_embeddings
-from core.registry import Registry
+from core.retrieval.embedding import assert_normalised, cache_key, corpus_embeddings
+from core.data.registry import Registry
 
 
 def test_second_call_computes_nothing(tmp_path: Path, fake_encoder, small_registry: Registry) -> None:

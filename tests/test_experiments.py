@@ -13,20 +13,26 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from core.discovery import QUERY_LABEL, Hit, Retriever, Stub, hybrid_retrieve
-from core.evaluate import ptr_batch, rtp_batch, score_query
-from core.experiments import (FALLBACK_STUB, Setup, agents_factory, memoised, plan_pass, run_hybrid, run_ksweep,
-                              run_main,
-                              run_scaling, scaling_sizes, subset_gold_rows)
-from core.index import VectorIndex
-from core.inspect import Agents
-from core.llm import Usage
-from core.planner import Plan
-from core.registry import Registry
+from core.retrieval.discovery import QUERY_LABEL, Hit, Retriever, Stub, hybrid_retrieve
+from core.retrieval.batch import ptr_batch, rtp_batch
+from core.study.evaluate import score_query
+from core.study.rows import FALLBACK_STUB, plan_pass
+from core.study.setup import Setup
+from core.agents.factory import agents_factory
+from core.retrieval.memo import memoised
+from core.study.hybrid import run_hybrid
+from core.study.ksweep import run_ksweep
+from core.study.main_study import run_main
+from core.study.scaling import run_scaling, scaling_sizes, subset_gold_rows
+from core.retrieval.index import VectorIndex
+from core.agents.factory import Agents
+from core.agents.llm import Usage
+from core.agents.planner import Plan
+from core.data.registry import Registry
 from core.settings import Settings
-from core.store import QueryResult, Run, Store
-from core.stubs import StubOutcome
-from core.toolbench import Query
+from core.study.store import QueryResult, Run, Store
+from core.agents.stubs import StubOutcome
+from core.data.toolbench import Query
 from tests.conftest import SMALL_APIS, FakeEncoder
 
 H = ("Hotels", "search hotels")
@@ -303,7 +309,7 @@ def test_scaling_keeps_gold_skips_sizes_too_small_and_runs_full_once(db_url: str
 
 
 def test_scaling_sub_registry_holds_every_gold_api(db_url: str) -> None:
-    from core.registry import stratified_rows
+    from core.data.registry import stratified_rows
 
     retriever = make_retriever()
     queries = make_queries()
@@ -366,7 +372,7 @@ class CountingClient:
         self.calls = 0
 
     def generate(self, prompt: str, *, schema=None, temperature: float = 0.0):
-        from core.llm import LLMResponse
+        from core.agents.llm import LLMResponse
 
         self.calls += 1
         text = ('{"stubs": [{"name": "search_hotels", "reasoning": "hotels"}]}' if "stubs" in prompt
@@ -376,7 +382,7 @@ class CountingClient:
 
 def test_llm_runs_after_the_first_get_their_own_cache_entries(tmp_path: Path, monkeypatch) -> None:
     client = CountingClient()
-    monkeypatch.setattr("core.inspect.make_client", lambda settings: client)
+    monkeypatch.setattr("core.agents.factory.make_client", lambda settings: client)
     settings = Settings.from_env(env={"LLM_BACKEND": "openai", "OPENAI_BASE_URL": "http://127.0.0.1:9",
                                       "LLM_MODEL": "fake-model", "CACHE_DIR": str(tmp_path / "cache")})
     build = agents_factory(settings, make_retriever(), use_cache=True)

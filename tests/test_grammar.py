@@ -8,8 +8,8 @@ from functools import lru_cache
 
 import pytest
 
-from core.llm.grammar import SchemaError, gbnf
-from core.prompts import STYLES, completion_discovery_schema, completion_planner_schema
+from core.agents.llm.grammar import SchemaError, gbnf
+from core.agents.prompts import STYLES, completion_discovery_schema, completion_planner_schema
 
 
 def to_regex(grammar: str) -> re.Pattern[str]:

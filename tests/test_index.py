@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.index import VectorIndex
+from core.retrieval.index import VectorIndex
 
 
 def unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:

@@ -6,10 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.embedding import cache_key, corpus_embeddings
-from core.index_artifact import (ArtifactError, artifact_name, decode_payload, encode_payload, read_artifact,
-                                 read_header, write_artifact)
-from core.registry import Registry
+from core.retrieval.embedding import cache_key, corpus_embeddings
+from core.retrieval.artifact import ArtifactError, artifact_name, decode_payload, encode_payload, read_artifact, read_header, write_artifact
+from core.data.registry import Registry
 from core.settings import PROJECT_ROOT
 
 SHIPPED = PROJECT_ROOT / "data" / "index"
@@ -89,7 +88,8 @@ def test_damaged_artifact_says_so_and_rebuilds(tmp_path: Path, fake_encoder, sma
 def test_shipped_artifacts_match_the_committed_registries(real_data: Path, registry_name: str, tmp_path: Path) -> None:
     """The committed files are the MiniLM vectors of exactly the committed documents: the header's key
     matches, and a fresh numpy encode of sampled documents agrees to float16 precision."""
-    from core.lab import load_encoder, registry_for
+    from core.retrieval.assemble import load_encoder
+    from core.data.loaders import registry_for
     from core.settings import Settings
 
     settings = Settings.from_env(env={"TOOLBENCH_DATA": str(real_data), "CACHE_DIR": str(tmp_path),

@@ -6,12 +6,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.discovery import rtp
-from core.evaluate import aggregate, rtp_batch, score_query
-from core.lab import build_retriever, load_encoder
-from core.registry import Registry, stratified_rows
+from core.retrieval.discovery import rtp
+from core.study.evaluate import aggregate, score_query
+from core.retrieval.batch import rtp_batch
+from core.retrieval.assemble import build_retriever, load_encoder
+from core.data.registry import Registry, stratified_rows
 from core.settings import Settings
-from core.toolbench import PAPER_SUBSETS, load_queries, load_registry
+from core.data.toolbench import PAPER_SUBSETS, load_queries, load_registry
 
 pytestmark = pytest.mark.slow
 SUB_REGISTRY_SIZE = 800

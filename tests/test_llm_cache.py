@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from core.llm import CachedClient, CallCache, LLMError, LLMResponse, Usage, cache_key
-from core.llm.gemini import GeminiClient
-from core.prompts import DISCOVERY_SCHEMA, DISCOVERY_VERSION, PLANNER_VERSION
+from core.agents.llm import CachedClient, CallCache, LLMError, LLMResponse, Usage, cache_key
+from core.agents.llm.gemini import GeminiClient
+from core.agents.prompts import DISCOVERY_SCHEMA, DISCOVERY_VERSION, PLANNER_VERSION
 from tests.fake_llm_servers import FakeServer, gemini_error, gemini_ok
 
 KEY = "sk-SENTINEL-123"

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from core.llm import LLMError, Usage, generate_json, make_client, parse_json_object
-from core.llm.base import LLMClient, kind_for_status
-from core.llm.gemini import GeminiClient
-from core.llm.jsonparse import MalformedJSON
-from core.llm.openai_compat import OpenAICompatClient
-from core.llm.retry import RetryPolicy, call_with_retry
-from core.prompts import DISCOVERY_SCHEMA, PLANNER_SCHEMA, validate_plan, validate_stubs
+from core.agents.llm import LLMError, Usage, generate_json, make_client, parse_json_object
+from core.agents.llm.base import LLMClient, kind_for_status
+from core.agents.llm.gemini import GeminiClient
+from core.agents.llm.jsonparse import MalformedJSON
+from core.agents.llm.openai_compat import OpenAICompatClient
+from core.agents.llm.retry import RetryPolicy, call_with_retry
+from core.agents.prompts import DISCOVERY_SCHEMA, PLANNER_SCHEMA, validate_plan, validate_stubs
 from core.settings import Settings
 from tests.fake_llm_servers import (
     FakeServer, Scripted, closed_port, gemini_error, gemini_ok, openai_error, openai_ok,

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from core.inspect import inspect_query, make_agents
-from core.lab import build_retriever
-from core.llm import CachedClient, CallCache, LLMError
-from core.llm.local_model import DEFAULT_FILE, LocalModelError, llama_cpp_module, resolve_local_model
-from core.prompts import STYLES
+from core.study.single_query import inspect_query
+from core.agents.factory import make_agents
+from core.retrieval.assemble import build_retriever
+from core.agents.llm import CachedClient, CallCache, LLMError
+from core.agents.llm.local_model import DEFAULT_FILE, LocalModelError, llama_cpp_module, resolve_local_model
+from core.agents.prompts import STYLES
 from core.settings import PROJECT_ROOT, Settings
-from core.stubs import LLMStubWriter
+from core.agents.stubs import LLMStubWriter
 
 MODEL_CACHE = PROJECT_ROOT / "data" / "cache"  # where `make llm` assembled the model
 QUERIES = ("find the top tracks of Taylor Swift on Spotify and then search YouTube for the official video",
@@ -89,7 +90,7 @@ def test_the_same_prompt_gives_the_same_reply_whatever_came_before(local_setting
 @pytest.mark.slow
 def test_a_generation_past_its_deadline_is_a_timeout_and_never_cached(local_settings: Settings,
                                                                      tmp_path: Path) -> None:
-    from core.llm.local_llama import LocalLlamaClient
+    from core.agents.llm.local_llama import LocalLlamaClient
 
     model = resolve_local_model("", local_settings.cache_dir)
     client = LocalLlamaClient(model, timeout_s=0.05)
@@ -106,7 +107,7 @@ def test_a_generation_past_its_deadline_is_a_timeout_and_never_cached(local_sett
 @needs_model
 @pytest.mark.slow
 def test_a_reply_cut_short_is_a_parse_failure_that_is_not_cached(local_settings: Settings, tmp_path: Path) -> None:
-    from core.llm.local_llama import LocalLlamaClient
+    from core.agents.llm.local_llama import LocalLlamaClient
 
     client = LocalLlamaClient(resolve_local_model("", local_settings.cache_dir), max_tokens=6)
     style = STYLES["completion"]
@@ -120,7 +121,7 @@ def test_a_reply_cut_short_is_a_parse_failure_that_is_not_cached(local_settings:
 @pytest.mark.slow
 def test_openai_compatible_client_against_llama_cpps_real_server(local_settings: Settings, tmp_path: Path) -> None:
     """The OpenAI-compatible client over real HTTP to llama-cpp-python's own server on 127.0.0.1."""
-    from core.llm.openai_compat import OpenAICompatClient
+    from core.agents.llm.openai_compat import OpenAICompatClient
     from tests.test_browser import free_port
 
     port = free_port()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import metrics
+from core.study import metrics
 
 
 def test_recall_precision_basic() -> None:

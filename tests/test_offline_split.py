@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core.offline_split import OFFLINE_LABEL, SubRequest, split_subrequests
-from core.toolbench import load_queries
+from core.agents.offline_split import SubRequest, split_subrequests
+from core.backends import OFFLINE_LABEL
+from core.data.toolbench import load_queries
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 LONDON = "I'm planning a trip to London: find hotels, check the currency rate and look up my IP."

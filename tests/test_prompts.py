@@ -8,11 +8,9 @@ import re
 import pytest
 from google.genai import types
 
-from core import prompts
-from core.prompts import (
-    DISCOVERY_SCHEMA, DISCOVERY_VERSION, PLANNER_SCHEMA, PLANNER_VERSION, STYLES, validate_plan, validate_stubs,
-)
-from core.toolbench import display_name
+from core.agents import prompts
+from core.agents.prompts import DISCOVERY_SCHEMA, DISCOVERY_VERSION, PLANNER_SCHEMA, PLANNER_VERSION, STYLES, validate_plan, validate_stubs
+from core.data.toolbench import display_name
 
 
 def test_discovery_prompt_holds_the_query_and_the_stub_shape_only() -> None:

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from core.discovery import Hit, Retriever
-from core.inspect import inspect_query, make_agents
-from core.planner import Plan, match_selections
+from core.retrieval.discovery import Hit, Retriever
+from core.study.single_query import inspect_query
+from core.agents.factory import make_agents
+from core.agents.planner import Plan, match_selections
 from core.settings import Settings
 from tests.fake_llm_servers import FakeServer, gemini_ok, openai_ok
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.evaluate import evaluate_subset
-from core.lab import build_retriever
+from core.study.evaluate import evaluate_subset
+from core.retrieval.assemble import build_retriever
 from core.settings import Settings
 
 pytestmark = pytest.mark.slow

@@ -5,8 +5,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from core.registry import UNKNOWN_CATEGORY, Registry, stratified_rows
-from core.toolbench import Api
+from core.data.registry import UNKNOWN_CATEGORY, Registry, stratified_rows
+from core.data.toolbench import Api
 
 
 def make_registry() -> Registry:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import core.registry_cache as rc
-from core.toolbench import Api, load_registry
+import core.data.registry_cache as rc
+from core.data.toolbench import Api, load_registry
 from tests.conftest import SMALL_APIS, write_compact_data
 from tests.test_toolbench import write_official_layout
 

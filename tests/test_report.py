@@ -12,11 +12,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core import analysis as A
-from core.analysis import OUTCOMES
-from core.cli import main
-from core.report import build_report, load_paper, render_text
-from core.results import PER_QUERY_COLUMNS, ResultsReader
+from core.analysis import tables as A
+from core.analysis.tables import OUTCOMES
+from core.cli.main import main
+from core.analysis.report import build_report, render_text
+from core.analysis.paper import load_paper
+from core.analysis.reader import PER_QUERY_COLUMNS, ResultsReader
 from core.settings import PROJECT_ROOT
 from tests.test_experiments import run_study
 
@@ -136,8 +137,8 @@ def test_reading_needs_neither_registry_nor_model(study_url: str) -> None:
     """In a fresh interpreter: every read method works and faiss, torch and the registry loader stay unloaded."""
     code = f"""
 import sys
-from core.report import build_report
-from core.results import ResultsReader
+from core.analysis.report import build_report
+from core.analysis.reader import ResultsReader
 
 def read_everything():
     r = ResultsReader({study_url!r})
@@ -146,13 +147,16 @@ def read_everything():
     r.brand_name_losses(); r.decomposition_wins(); r.runs(); r.status()
 
 read_everything()
-heavy = [m for m in ("faiss", "torch", "sentence_transformers", "core.lab", "core.discovery") if m in sys.modules]
-import core.lab
+heavy = [m for m in ("faiss", "torch", "sentence_transformers", "core.data.loaders", "core.retrieval.assemble",
+                     "core.retrieval.discovery") if m in sys.modules]
+import core.data.loaders, core.retrieval.assemble
 def boom(*a, **k): raise AssertionError("the read API touched the registry or the model")
-for name in ("registry_for", "queries_for", "build_retriever", "load_encoder"):
-    setattr(core.lab, name, boom)
+for module, names in ((core.data.loaders, ("registry_for", "queries_for")),
+                      (core.retrieval.assemble, ("build_retriever", "load_encoder"))):
+    for name in names:
+        setattr(module, name, boom)
 read_everything()
-assert core.lab._registry.cache_info().currsize == 0 and core.lab.load_encoder is boom
+assert core.data.loaders._registry.cache_info().currsize == 0 and core.retrieval.assemble.load_encoder is boom
 print(",".join(heavy) or "none")
 """
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
@@ -197,9 +201,9 @@ def test_build_report_has_both_sides_and_is_strict_json(study_url: str) -> None:
 
 
 def test_paper_main_rows_keep_the_judged_pass_rate_apart() -> None:
-    from core.report import paper_main
+    from core.analysis.paper import main_rows
 
-    rows = paper_main(load_paper())
+    rows = main_rows(load_paper())
     g1 = {r["metric"]: r for r in rows if r["subset"] == "G1_instruction"}
     assert g1["recall"]["rtp_mean"] == 0.372 and g1["recall"]["ptr_std"] == 0.01
     assert "pass_rate" in g1 and "pass_rate_proxy" not in g1
@@ -241,8 +245,11 @@ def test_bench_all_then_report_through_the_cli(tiny_env: dict[str, str], capsys:
 
 def test_leaderboard_puts_every_backend_beside_the_paper(tmp_path: Path) -> None:
     """Two backends' studies in one database: one row per system, architecture and subset, the paper's too."""
-    from core.experiments import agents_factory, run_hybrid, run_main
-    from core.report import PAPER_SYSTEM, leaderboard, leaderboard_wide
+    from core.agents.factory import agents_factory
+    from core.study.hybrid import run_hybrid
+    from core.study.main_study import run_main
+    from core.analysis.paper import PAPER_SYSTEM
+    from core.analysis.report import leaderboard, leaderboard_wide
     from core.settings import Settings
 
     url = f"sqlite:///{tmp_path / 'two.sqlite'}"

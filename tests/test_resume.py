@@ -11,15 +11,19 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from core.experiments import memoised, run_ksweep, run_main, run_scaling
+from core.retrieval.memo import memoised
+from core.study.ksweep import run_ksweep
+from core.study.main_study import run_main
+from core.study.scaling import run_scaling
 from core.settings import PROJECT_ROOT
-from core.store import QueryResult, Run, Store
+from core.study.store import QueryResult, Run, Store
 from tests.test_experiments import fake_agents, make_queries, make_retriever
 
 SCRIPT = """
 import sys
-from core.experiments import memoised, run_main
-from core.store import Store
+from core.retrieval.memo import memoised
+from core.study.main_study import run_main
+from core.study.store import Store
 from tests.test_experiments import fake_agents, make_queries, make_retriever
 
 url, delay, resume = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import router
+from core.analysis import router
 
 
 def frame(top1: list[float], rtp: list[float], ptr: list[float], subset: str = "G1_instruction") -> pd.DataFrame:

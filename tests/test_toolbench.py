@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.settings import DataNotFoundError, Settings
-from core.toolbench import load_queries, load_registry
+from core.data.toolbench import load_queries, load_registry
 
 
 def write_official_layout(root: Path) -> None:

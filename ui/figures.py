@@ -12,8 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.toolbench import subset_order
-from ui.paper import PAPER_LABEL
+from core.data.toolbench import subset_order
+from core.analysis.paper import PAPER_LABEL
 from ui.safe import plot_text
 
 ARCH_COLORS = {"rtp": "#1f77b4", "ptr": "#d62728", "hybrid": "#9467bd"}

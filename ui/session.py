@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from core.discovery import Retriever
-from core.lab import IndexInfo, build_retriever
+from core.retrieval.discovery import Retriever
+from core.retrieval.assemble import IndexInfo, build_retriever
 from core.settings import Settings
 
 

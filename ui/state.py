@@ -14,13 +14,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.discovery import Retriever, Stub
-from core.inspect import inspect_query
-from core.lab import registry_for
-from core.registry import UNKNOWN_CATEGORY
-from core.results import ResultsReader
+from core.retrieval.discovery import Retriever, Stub
+from core.study.single_query import inspect_query
+from core.data.loaders import registry_for
+from core.data.registry import UNKNOWN_CATEGORY
+from core.analysis.reader import ResultsReader
 from core.settings import Settings
-from core.store import sqlite_path
+from core.study.store import sqlite_path
 from ui.projection import Projection, fit_pca, sample_rows
 
 MAP_SAMPLE = 5_000  # registry vectors the PCA map is fitted on and draws

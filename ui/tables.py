@@ -6,7 +6,7 @@ import math
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from core.toolbench import subset_order
+from core.data.toolbench import subset_order
 
 
 def fmt_p(p: object) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from core import metrics
-from core.toolbench import ApiKey
+from core.study import metrics
+from core.data.toolbench import ApiKey
 
 K_MIN, K_MAX = 1, 20
 ARCHS = ("rtp", "ptr", "hybrid")

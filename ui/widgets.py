@@ -11,12 +11,13 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from core.discovery import QUERY_LABEL, Retriever
-from core.lab import registry_for, shipped_index_ready
-from core.offline_split import OFFLINE_LABEL
-from core.registry import Registry
+from core.retrieval.discovery import QUERY_LABEL, Retriever
+from core.data.loaders import registry_for
+from core.retrieval.assemble import shipped_index_ready
+from core.backends import OFFLINE_LABEL
+from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
-from core.toolbench import Api, ApiKey
+from core.data.toolbench import Api, ApiKey
 from ui.safe import md
 from ui.session import IndexJob, index_job
 from ui.state import db_read
@@ -35,7 +36,7 @@ def error(message: object, settings: Settings | None = None) -> None:
 
 
 def offline_banner(settings: Settings) -> None:
-    if settings.llm_backend == "offline":
+    if not settings.backend.is_llm:
         st.warning(f"No LLM is configured: PtR's stubs and both planners come from the **{md(OFFLINE_LABEL)}**. "
                    "For a real LLM with no key, run `make llm` and pick *local* in the Inspector (or set "
                    "LLM_BACKEND=local: gemma-3-270m on llama.cpp); GEMINI_API_KEY, or LLM_BACKEND=openai with "

@@ -1,0 +1,116 @@
+"""Gemini backend over google-genai, with the SDK's own retries off so `retry.py` decides."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+from google import genai
+from google.genai import errors, types
+
+from core.agents.llm.base import LLMError, LLMResponse, LLMUnavailable, Usage, kind_for_status
+from core.agents.llm.retry import RetryPolicy, call_with_retry, parse_retry_after
+from core.backends import DEFAULT_GEMINI_MODEL as DEFAULT_MODEL
+from core.settings import Settings
+
+
+class GeminiClient:
+    """`LLMClient` for the Gemini Developer API (or any server speaking its REST dialect)."""
+
+    backend = "gemini"
+
+    def __init__(
+        self,
+        api_key: str,
+        model: str = DEFAULT_MODEL,
+        base_url: str | None = None,
+        timeout_s: float = 60,
+        max_attempts: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not api_key:
+            raise ValueError("GeminiClient needs an API key (set GEMINI_API_KEY)")
+        self.model = model
+        self.base_url = base_url
+        self.identity = base_url or ""  # in the call cache's key: the same model name on another server is another model
+        self._secrets = (api_key,)
+        self._policy = RetryPolicy(max_attempts=max_attempts)
+        self._sleep = sleep
+        options = types.HttpOptions(
+            base_url=base_url,
+            timeout=max(1, int(timeout_s * 1000)),
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
+
+    def __repr__(self) -> str:
+        return f"GeminiClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def generate(
+        self, prompt: str, *, schema: dict[str, Any] | None = None, temperature: float = 0.0
+    ) -> LLMResponse:
+        config = types.GenerateContentConfig(
+            temperature=temperature,
+            response_mime_type="application/json" if schema is not None else None,
+            response_schema=schema,
+        )
+        (text, usage, latency), attempts = call_with_retry(
+            lambda: self._once(prompt, config), self._policy, sleep=self._sleep
+        )
+        return LLMResponse(text, usage, latency, self.backend, self.model, attempts=attempts)
+
+    def _once(self, prompt: str, config: types.GenerateContentConfig) -> tuple[str, Usage, float]:
+        start = time.perf_counter()
+        try:
+            response = self._client.models.generate_content(
+                model=self.model, contents=prompt, config=config
+            )
+        except errors.APIError as exc:
+            raise self._api_error(exc) from None
+        except httpx2.TimeoutException as exc:
+            raise LLMError("timeout", f"request timed out: {exc}", secrets=self._secrets) from None
+        except httpx2.RequestError as exc:
+            raise LLMError("transport", f"{type(exc).__name__}: {exc}", secrets=self._secrets) from None
+        except errors.UnknownApiResponseError as exc:
+            raise LLMError("server", f"unreadable response: {exc}", secrets=self._secrets) from None
+        latency = time.perf_counter() - start
+        meta = response.usage_metadata
+        usage = Usage(
+            prompt_tokens=(meta.prompt_token_count or 0) if meta else 0,
+            output_tokens=(meta.candidates_token_count or 0) if meta else 0,
+            thoughts_tokens=(meta.thoughts_token_count or 0) if meta else 0,
+        )
+        return response.text or "", usage, latency
+
+    def _api_error(self, exc: errors.APIError) -> LLMError:
+        code = int(exc.code or 0)
+        return LLMError(
+            kind_for_status(code),
+            f"HTTP {code} {exc.status or ''}: {exc.message or ''}".strip(),
+            secrets=self._secrets,
+            status=code,
+            retry_after_s=_retry_after(exc),
+        )
+
+
+def _retry_after(exc: errors.APIError) -> float | None:
+    """Retry-After header, else Google's RetryInfo `retryDelay` ("37s") from the error body."""
+    headers = getattr(exc.response, "headers", None)
+    from_header = parse_retry_after(headers.get("retry-after")) if headers is not None else None
+    if from_header is not None:
+        return from_header
+    body = exc.details.get("error", exc.details) if isinstance(exc.details, dict) else {}
+    for detail in body.get("details", []) if isinstance(body, dict) else []:
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            return parse_retry_after(delay[:-1])
+    return None
+
+
+def client_from_settings(settings: Settings) -> GeminiClient:
+    """The gemini backend's client (core.backends); LLMUnavailable without a key."""
+    if not settings.gemini_api_key:
+        raise LLMUnavailable("LLM_BACKEND=gemini needs GEMINI_API_KEY (or GOOGLE_API_KEY)")
+    return GeminiClient(settings.gemini_api_key, model=settings.llm_model or DEFAULT_MODEL,
+                        base_url=settings.gemini_base_url or None, timeout_s=settings.llm_timeout_s)

@@ -1,0 +1,597 @@
+"""App-side read API over the results store: what the dashboard pages call, and nothing else.
+
+Reads only the database (never the registry, the data directory or a model), creates nothing, and
+caches per set of complete runs, so a page renders from the committed database in milliseconds.
+Every table comes from the latest complete runs of one *setup*: registry hash, embedding model,
+LLM backend and model, prompt versions. The default setup is that of the most recently started
+complete main run (optionally of one `backend`); runs of other setups are never mixed in. Within
+it, for each configuration (kind, arch, subset, k, run index, sub-registry size and seed) the
+latest complete run counts.
+
+`ResultsReader(url)`:
+- `available() -> bool`: the database exists, its schema is this code's, and >= 1 run is complete.
+- `status() -> dict`: available, error, schema_version, n_runs, n_complete, kinds {kind: complete
+  runs}, backends [labels], created, first_started, last_finished, git_commit (latest complete
+  run's), git_commits.
+- `runs() -> DataFrame`: one row per run: id, kind, arch, subset, k, run_index, registry_name,
+  registry_size, registry_hash, sub_size, sub_seed, embedding_model, llm_backend, llm_model,
+  backend_label, discovery_prompt_version, planner_prompt_version, source_run_id, git_commit,
+  n_queries, status, note, config (dict), started_at, finished_at, n_results.
+- `main_table(gold="api_list", backend=None)`: subset, metric (recall / precision /
+  pass_rate_proxy), rtp_mean, rtp_std, ptr_mean, ptr_std, p_value, test, better (rtp/ptr/tie, by
+  the means), n_queries, runs. p_value is NaN (test says why) when runs have no variance.
+- `per_query(subset=None, gold="api_list", k=5)`: subset, query_id, rtp_recall, ptr_recall,
+  rtp_precision, ptr_precision, recall_diff (ptr - rtp), outcome (rtp_wins / ptr_wins / tie /
+  both_miss), rtp_top1, n_stubs, stub_names (", "-joined), stub_fallback, diverging. Recall and
+  precision are means over runs; rtp_top1 and the stub columns are run 0's. k other than the main
+  k comes from the k sweep.
+- `query_detail(subset, query_id, k=5) -> dict | None`: run 0's stored outputs shaped like
+  `core.study.single_query.inspect_query` ({"k", "subset", "query_id", "rtp": {hits [rank, tool_name,
+  api_name, category, score, gold (api_list), gold_relevant, stub?], top1_score, search_width,
+  recall, precision, recall_relevant, precision_relevant, plan, plan_pass, plan_pass_relevant},
+  "ptr": {same + stubs [{name, reasoning, top1?}], stub_fallback, stub_error, usage,
+  backend_label}, "provenance": {...}}); None when not stored. `plan` is None for k-sweep rows
+  (the planner runs in the main study only). When the stub writer failed, PtR searched with the
+  raw query; that stub (and the hits' `stub`) is stored as experiments.FALLBACK_STUB, since the
+  store never holds query texts: show the query from the data directory instead.
+- `ksweep(gold)`: subset, arch, k, recall_mean, recall_std, precision_mean, precision_std, runs,
+  n_queries. `scaling(gold)`: subset, size, arch, recall_mean, recall_std,
+  divergence_not_identical, divergence_disjoint, precision_mean, precision_std, runs (seeds),
+  n_queries, gold_share (the subset's gold APIs, both definitions, as a share of the
+  sub-registry: every sub-registry holds all of them, so small sizes are mostly gold). `scaling_notes()`: subset, size, note (sizes skipped, with the reason).
+- `stub_stats()`: subset, queries, share_with_stubs, stubs_per_query, unique_name_rate,
+  top1_match_rate, top1_match_rate_relevant, cosine_correct, cosine_incorrect, runs.
+  `stub_cosines()`: subset, query_id, stub, cosine, correct (top-1 is api_list gold),
+  correct_relevant.
+- `brand_name_losses(subset=None)`: per_query rows (on the `relevant` gold, ToolBench's ~2-3
+  APIs per query, where "RtP finds all of it" is attainable at k=5) with PtR recall 0 and RtP
+  recall 1. `decomposition_wins(subset=None, gold="api_list")`: PtR recall > RtP recall and >= 2
+  stubs.
+- `trajectory(gold)`: subset, arch, fidelity, selection_rate, steps, apis_named, refusal_rate,
+  parse_error_rate, complete_miss_rate, wrong_tool_rate, refusal_on_miss, planner_jaccard, runs.
+- `cost()`: subset, n_queries, rtp_tokens, ptr_tokens, ptr_discovery_tokens,
+  ptr_discovery_output_tokens, ptr_planner_tokens, ptr_overhead, {rtp,ptr}_{prompt,output,
+  thoughts}_tokens (means per query). `routing_savings() -> dict`.
+- `divergence()`: subset, not_identical, not_identical_std, disjoint, disjoint_std, runs.
+  `win_counts(gold)`: subset, rtp_wins, ptr_wins, tie, both_miss, n_queries, n_diverging,
+  rtp_recall_diverging, ptr_recall_diverging. `search_width()`: subset, arch, k, mean, median, max.
+- `setup(backend=None) -> dict | None`: provenance of the selected main study (registry_name,
+  registry_size, registry_hash, embedding_model, llm_backend, llm_model, backend_label, prompt
+  versions, git_commit, k, runs, subsets); None when no main study is complete.
+Every table method also takes `backend=None` to pick another backend's setup. Empty frames keep
+their columns when nothing is stored.
+"""
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Float, Text, and_, case, cast, func, null, select, type_coerce
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
+
+from core.analysis import tables as analysis, router
+from core.study.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, SchemaMismatch, check_schema, make_engine, sqlite_path, unpack_if_packed
+
+SETUP_FIELDS = ("registry_hash", "embedding_model", "llm_backend", "llm_model", "discovery_prompt_version",
+                "planner_prompt_version")
+CONFIG_FIELDS = ("kind", "arch", "subset", "k", "run_index", "sub_size", "sub_seed")
+RUN_COLUMNS = ("id", "kind", "arch", "subset", "k", "run_index", "registry_name", "registry_size", "registry_hash",
+               "sub_size", "sub_seed", "embedding_model", "llm_backend", "llm_model", "backend_label",
+               "discovery_prompt_version", "planner_prompt_version", "source_run_id", "git_commit", "n_queries",
+               "status", "note", "config", "started_at", "finished_at")
+BOOL_COLUMNS = {"same_as_rtp", "plan_pass_api_list", "plan_pass_relevant", "stub_fallback", "plan_refusal",
+                "plan_parse_error"}
+JSON_COLUMNS = {"hits", "stubs", "plan", "plan_matched"}
+TEXT_COLUMNS = {"subset", "query_uid", "error", "stub_error"}
+GOLD_SCORES = ("recall_api_list", "precision_api_list", "recall_relevant", "precision_relevant")
+PER_QUERY_SOURCE = ("subset", "query_id", *GOLD_SCORES, "same_as_rtp")
+STUB_SOURCE = ("subset", "query_id", "stub_fallback", "stubs")
+JACCARD_SOURCE = ("subset", "query_id", "plan_matched")
+COST_SOURCE = ("subset", "query_id", "stub_prompt_tokens", "stub_output_tokens", "stub_thoughts_tokens",
+               "plan_prompt_tokens", "plan_output_tokens", "plan_thoughts_tokens")
+PER_QUERY_COLUMNS = ["subset", "query_id", "rtp_recall", "ptr_recall", "rtp_precision", "ptr_precision", "recall_diff",
+                     "outcome", "rtp_top1", "n_stubs", "stub_names", "stub_fallback", "diverging"]
+
+
+def _as_share(condition: ColumnElement, column: ColumnElement) -> ColumnElement:
+    """1.0 where condition holds, else 0.0, NULL where the column is NULL: averages to a share (PostgreSQL
+    cannot AVG booleans)."""
+    return case((column.is_(None), null()), (condition, 1.0), else_=0.0)
+
+
+# Per-run means the aggregate tables need, as SQL expressions: the SQL twins of analysis.run_means over
+# the per-query columns, divergence_columns and trajectory_columns (tests check they agree).
+RUN_MEANS = {
+    **{c: getattr(QueryResult, c) for c in GOLD_SCORES},
+    "plan_pass_api_list": _as_share(QueryResult.plan_pass_api_list.is_(True), QueryResult.plan_pass_api_list),
+    "plan_pass_relevant": _as_share(QueryResult.plan_pass_relevant.is_(True), QueryResult.plan_pass_relevant),
+    "not_identical": _as_share(QueryResult.same_as_rtp.is_(False), QueryResult.same_as_rtp),
+    "disjoint": _as_share(QueryResult.rtp_overlap == 0, QueryResult.rtp_overlap),
+    **{c: getattr(QueryResult, c) for c in ("plan_fidelity", "plan_selection_rate", "plan_steps", "plan_apis_named")},
+    "refusal": _as_share(QueryResult.plan_refusal.is_(True), QueryResult.plan_refusal),
+    "parse_error": _as_share(QueryResult.plan_parse_error.is_(True), QueryResult.plan_parse_error),
+}
+
+
+def trajectory_means(gold: str) -> dict[str, ColumnElement]:
+    """SQL twins of analysis.trajectory_columns' miss-dependent measures for one gold definition."""
+    recall, planned = getattr(QueryResult, f"recall_{gold}"), QueryResult.plan_steps.is_not(None)
+    miss = and_(planned, recall == 0)
+    return {"miss": case((~planned, null()), (miss, 1.0), else_=0.0),
+            "wrong_tool": case((miss, case((QueryResult.plan_apis_named > 0, 1.0), else_=0.0)), else_=null()),
+            "refusal_on_miss": case((miss, case((QueryResult.plan_refusal.is_(True), 1.0), else_=0.0)), else_=null())}
+
+
+def _parse_json(values: list[Any]) -> list[Any]:
+    """Stored JSON texts in one bulk parse (SQLite hands back text; 4x faster than one parse each);
+    values a driver already decoded (PostgreSQL's json) are kept."""
+    if all(v is None or isinstance(v, str) for v in values):
+        return json.loads("[" + ",".join("null" if v is None else v for v in values) + "]")
+    return [json.loads(v) if isinstance(v, str) else v for v in values]
+
+
+def _stub_columns(stubs: Sequence[list | None]) -> dict[str, list]:
+    out: dict[str, list] = {"n_stubs": [], "stub_names": [], "stub_top1": []}
+    for items in stubs:
+        out["n_stubs"].append(len(items) if items is not None else np.nan)
+        out["stub_names"].append([s["name"] for s in items] if items is not None else None)
+        out["stub_top1"].append([(s["top1"]["score"], s["top1"]["gold"], s["top1"]["gold_relevant"])
+                                 for s in items if "top1" in s] if items is not None else None)
+    return out
+
+
+class ResultsReader:
+    """Read-only view of one results database for the pages, the report and the CLI."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+        self._cache: dict[tuple, Any] = {}
+        self._fingerprint: tuple | None = None
+        self._complete: tuple[int, ...] | None = None
+        self._runs = pd.DataFrame(columns=[*RUN_COLUMNS, "n_results"])
+        self._schema_ok = False
+
+    # ------------------------------------------------------------ connection and runs
+
+    def _connect(self) -> Engine | None:
+        """The engine, or None when the database file does not exist (never created by reading)."""
+        path = sqlite_path(self.url)
+        if path is not None and not path.exists() and not unpack_if_packed(self.url):
+            return None
+        if self._engine is None:
+            self._engine = make_engine(self.url, writer=False)
+        return self._engine
+
+    def _check(self) -> tuple[Engine | None, str | None]:
+        engine = self._connect()
+        if engine is None:
+            return None, "no results database yet: run `python -m core bench all`"
+        if self._schema_ok:
+            return engine, None
+        try:
+            if not check_schema(engine, create=False):
+                return None, "the results database is empty: run `python -m core bench all`"
+        except SchemaMismatch as exc:
+            return None, str(exc)
+        except SQLAlchemyError as exc:
+            return None, f"cannot read the results database: {exc.__class__.__name__}: {exc}"[:500]
+        self._schema_ok = True
+        return engine, None
+
+    def _runs_frame(self) -> pd.DataFrame:
+        """Every run, re-read when the runs or results tables changed; tables computed from complete
+        runs stay cached until the set of complete runs changes (a bench writing elsewhere does not)."""
+        engine, error = self._check()
+        if engine is None:
+            return pd.DataFrame(columns=[*RUN_COLUMNS, "n_results"])
+        with engine.connect() as conn:
+            fingerprint = (*conn.execute(select(func.count(Run.id), func.max(Run.id), func.max(Run.finished_at),
+                                                func.count(case((Run.status == "complete", 1))))).one(),
+                           conn.execute(select(func.max(QueryResult.id))).scalar())
+            with self._lock:
+                if fingerprint == self._fingerprint:
+                    return self._runs
+            rows = conn.execute(select(*(getattr(Run, c) for c in RUN_COLUMNS)).order_by(Run.id)).mappings().all()
+            counts = dict(conn.execute(select(QueryResult.run_id, func.count()).group_by(QueryResult.run_id)).all())
+        frame = pd.DataFrame([dict(r) for r in rows], columns=list(RUN_COLUMNS))
+        frame["n_results"] = [int(counts.get(i, 0)) for i in frame["id"]]
+        complete = tuple(frame.loc[frame["status"] == "complete", "id"].tolist())
+        with self._lock:
+            if complete != self._complete:
+                self._cache.clear()
+                self._complete = complete
+            self._runs, self._fingerprint = frame, fingerprint
+        return frame
+
+    def available(self) -> bool:
+        runs = self._runs_frame()
+        return bool((runs["status"] == "complete").any())
+
+    def status(self) -> dict[str, Any]:
+        engine, error = self._check()
+        runs = self._runs_frame()
+        complete = runs[runs["status"] == "complete"]
+        created = None
+        if engine is not None:
+            with engine.connect() as conn:
+                created = conn.execute(select(SchemaInfo.created_at).where(SchemaInfo.id == 1)).scalar_one_or_none()
+        latest = complete.sort_values("id").iloc[-1] if len(complete) else None
+        return {"available": len(complete) > 0, "error": error, "schema_version": SCHEMA_VERSION if engine else None,
+                "n_runs": len(runs), "n_complete": len(complete),
+                "kinds": {str(k): int(v) for k, v in complete["kind"].value_counts().items()},
+                "backends": sorted(complete["backend_label"].unique().tolist()),
+                "created": _iso(created), "first_started": _iso(complete["started_at"].min()) if len(complete) else None,
+                "last_finished": _iso(complete["finished_at"].max()) if len(complete) else None,
+                "git_commit": latest["git_commit"] if latest is not None else None,
+                "git_commits": sorted(complete["git_commit"].unique().tolist())}
+
+    def runs(self) -> pd.DataFrame:
+        return self._runs_frame().copy()
+
+    def _selected(self, kind: str, backend: str | None = None) -> pd.DataFrame:
+        """The latest complete runs of `kind` in the chosen setup, one per configuration."""
+        runs = self._runs_frame()
+        return self._cached(("selected", kind, backend), lambda: self._select(runs, kind, backend))
+
+    def _cached(self, key: tuple, compute) -> Any:
+        """The value under key, computed once (the cache is cleared when the complete runs change)."""
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key]
+        value = compute()
+        with self._lock:
+            self._cache[key] = value
+        return value
+
+    @staticmethod
+    def _select(runs: pd.DataFrame, kind: str, backend: str | None) -> pd.DataFrame:
+        complete = runs[runs["status"] == "complete"]
+        mains = complete[complete["kind"] == "main"]
+        if backend is not None:
+            mains = mains[mains["llm_backend"] == backend]
+        if mains.empty:
+            return complete.iloc[0:0]
+        anchor = mains.sort_values("id").iloc[-1]
+        mask = np.logical_and.reduce([complete[f] == anchor[f] for f in SETUP_FIELDS])
+        chosen = complete[mask & (complete["kind"] == kind)]
+        if kind == "main":
+            chosen = chosen[chosen["k"] == anchor["k"]]
+        chosen = chosen.sort_values("id").groupby(list(CONFIG_FIELDS), dropna=False, sort=False).tail(1)
+        return chosen.sort_values("id")
+
+    def _main_k(self, backend: str | None) -> int | None:
+        main = self._selected("main", backend)
+        return int(main["k"].iloc[0]) if len(main) else None
+
+    def _rows(self, runs: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+        """Per-query rows (failed rows left out) of these runs, only `columns`, joined with the run keys
+        kind, arch, run_index, sub_size, sub_seed; `stubs` JSON is flattened (see _stub_columns)."""
+        ids = tuple(runs["id"].tolist())
+        return self._cached(("rows", ids, tuple(columns)), lambda: self._load_rows(runs, ids, columns))
+
+    def _load_rows(self, runs: pd.DataFrame, ids: tuple, columns: Sequence[str]) -> pd.DataFrame:
+        engine = self._connect()
+        data: list = []
+        if engine is not None and ids:
+            selected = [type_coerce(getattr(QueryResult, c), Text) if c in JSON_COLUMNS else getattr(QueryResult, c)
+                        for c in columns]
+            query = select(QueryResult.run_id, *selected).where(QueryResult.run_id.in_(ids), QueryResult.error.is_(None))
+            with engine.connect() as conn:
+                data = conn.execute(query).all()
+        names = ["run_id", *columns]
+        # Column-wise construction: pandas inspects every row object otherwise (10x slower on Row).
+        values = [list(col) for col in zip(*data)] if data else [[] for _ in names]
+        for i, name in enumerate(names):
+            if name in JSON_COLUMNS:
+                values[i] = _parse_json(values[i])
+        frame = pd.DataFrame({name: pd.Series(col, dtype=object) for name, col in zip(names, values)})
+        for name in columns:
+            if name not in BOOL_COLUMNS and name not in JSON_COLUMNS and name not in TEXT_COLUMNS:
+                frame[name] = pd.to_numeric(frame[name], errors="coerce")
+        meta = runs[["id", "kind", "arch", "run_index", "sub_size", "sub_seed"]].rename(columns={"id": "run_id"})
+        frame = frame.merge(meta, on="run_id", how="left")
+        if "stubs" in columns:
+            frame = frame.drop(columns=["stubs"]).assign(**_stub_columns(frame["stubs"].tolist()))
+        return frame
+
+    def _per_run(self, runs: pd.DataFrame, gold: str | None = None) -> pd.DataFrame:
+        """Run means computed in SQL (AVG skips NULL, as the analyses skip undefined values), shaped like
+        analysis.run_means: subset, arch, k, run_index, sub_size, sub_seed, the RUN_MEANS columns (and
+        with `gold`, the trajectory_means columns), n."""
+        ids = tuple(runs["id"].tolist())
+        return self._cached(("per_run", ids, gold), lambda: self._load_per_run(runs, ids, gold))
+
+    def _load_per_run(self, runs: pd.DataFrame, ids: tuple, gold: str | None) -> pd.DataFrame:
+        means = {**RUN_MEANS, **(trajectory_means(gold) if gold else {})}
+        engine = self._connect()
+        data: list = []
+        if engine is not None and ids:
+            query = (select(QueryResult.run_id, *(cast(func.avg(expr), Float).label(name)
+                                                  for name, expr in means.items()), func.count().label("n"))
+                     .where(QueryResult.run_id.in_(ids), QueryResult.error.is_(None)).group_by(QueryResult.run_id))
+            with engine.connect() as conn:
+                data = [tuple(r) for r in conn.execute(query).all()]
+        frame = pd.DataFrame(data, columns=["run_id", *means, "n"])
+        for name in means:
+            frame[name] = frame[name].astype(float)
+        meta = runs[["id", "subset", "arch", "k", "run_index", "sub_size", "sub_seed"]].rename(columns={"id": "run_id"})
+        return meta.merge(frame, on="run_id", how="inner")
+
+    def _main(self, backend: str | None, columns: Sequence[str]) -> pd.DataFrame:
+        return self._rows(self._selected("main", backend), columns)
+
+    def _memo(self, key: tuple, compute) -> Any:
+        """A table computed once per set of complete runs; callers get a copy they may modify."""
+        self._runs_frame()  # clears the cache when the complete runs changed
+        hit = self._cached(key, compute)
+        return hit.copy() if isinstance(hit, pd.DataFrame) else dict(hit)
+
+    # ------------------------------------------------------------ tables
+
+    def main_table(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
+        return self._memo(("main_table", gold, backend),
+                          lambda: analysis.main_table(self._per_run(self._selected("main", backend)), gold))
+
+    def _runs_at_k(self, k: int, backend: str | None) -> pd.DataFrame:
+        if k == self._main_k(backend):
+            return self._selected("main", backend)
+        sweep = self._selected("ksweep", backend)
+        return sweep[sweep["k"] == k]
+
+    def per_query(self, subset: str | None = None, gold: str = "api_list", k: int = 5,
+                  backend: str | None = None) -> pd.DataFrame:
+        return self._memo(("per_query", subset, gold, k, backend), lambda: self._per_query(subset, gold, k, backend))
+
+    def _per_query(self, subset: str | None, gold: str, k: int, backend: str | None) -> pd.DataFrame:
+        runs = self._runs_at_k(k, backend)
+        if subset is not None:
+            runs = runs[runs["subset"] == subset]
+        pq = analysis.per_query(self._rows(runs, PER_QUERY_SOURCE), gold)
+        if pq.empty:
+            return pd.DataFrame(columns=PER_QUERY_COLUMNS)
+        run0 = runs[runs["run_index"] == 0]
+        rtp0 = self._rows(run0[run0["arch"] == "rtp"], ("subset", "query_id", "top1_score"))
+        ptr0 = self._rows(run0[run0["arch"] == "ptr"], ("subset", "query_id", "stub_fallback", "stubs"))
+        rtp0, ptr0 = rtp0.set_index(["subset", "query_id"]), ptr0.set_index(["subset", "query_id"])
+        idx = list(zip(pq["subset"], pq["query_id"]))
+        pq["rtp_top1"] = rtp0["top1_score"].reindex(idx).to_numpy(dtype=float)
+        pq["n_stubs"] = ptr0["n_stubs"].reindex(idx).to_numpy(dtype=float)
+        names = ptr0["stub_names"].reindex(idx).tolist()
+        pq["stub_names"] = [", ".join(n) if isinstance(n, list) else "" for n in names]
+        pq["stub_fallback"] = ptr0["stub_fallback"].reindex(idx).tolist()
+        return pq[PER_QUERY_COLUMNS].reset_index(drop=True)
+
+    def paired_tests(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> pd.DataFrame:
+        """Paired per-query tests of RtP vs PtR per subset (see analysis.paired_tests)."""
+        return analysis.paired_tests(self.per_query(None, gold, k, backend))
+
+    def query_detail(self, subset: str, query_id: int, k: int = 5, backend: str | None = None) -> dict | None:
+        if k == self._main_k(backend):  # the main runs, and the hybrid's when it ran on them
+            runs = pd.concat([self._selected("main", backend), self._selected("hybrid", backend)])
+            runs = runs[(runs["subset"] == subset) & (runs["run_index"] == 0)]
+            widest = runs
+        else:  # the k sweep stores hits at its largest k only; a smaller k's hits are their prefix
+            sweep = self._selected("ksweep", backend)
+            sweep = sweep[(sweep["subset"] == subset) & (sweep["run_index"] == 0)]
+            runs = sweep[sweep["k"] == k]
+            widest = sweep[sweep["k"] == sweep["k"].max()] if len(sweep) else sweep
+        engine = self._connect()
+        if engine is None or runs.empty:
+            return None
+        ids = sorted(set(runs["id"].tolist()) | set(widest["id"].tolist()))
+        with Session(engine) as session:
+            found = session.scalars(select(QueryResult).where(QueryResult.run_id.in_(ids),
+                                                              QueryResult.query_uid == f"{subset}:{int(query_id)}")
+                                    ).all()
+        by_run = {r.run_id: r for r in found}
+        hits_by_arch = {arch: by_run[i].hits for arch, i in zip(widest["arch"], widest["id"])
+                        if i in by_run and by_run[i].hits is not None}
+        out: dict[str, Any] = {"k": k, "subset": subset, "query_id": int(query_id)}
+        for _, run in runs.iterrows():
+            row = by_run.get(run["id"])
+            if row is None or row.error is not None:
+                continue
+            hits = row.hits if row.hits is not None else (hits_by_arch.get(run["arch"]) or [])[:k]
+            out[run["arch"]] = _detail_block(row, run, hits)
+        if "rtp" not in out and "ptr" not in out:
+            return None
+        first = runs.iloc[0]
+        out["provenance"] = {**{c: _plain(first[c]) for c in (
+            "kind", "registry_name", "registry_size", "registry_hash", "embedding_model", "llm_backend", "llm_model",
+            "backend_label", "discovery_prompt_version", "planner_prompt_version", "git_commit")},
+            "run_ids": {a: int(i) for a, i in zip(runs["arch"], runs["id"])},
+            "started_at": _iso(runs["started_at"].min()), "finished_at": _iso(runs["finished_at"].max())}
+        return out
+
+    def hybrid_table(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
+        """Hybrid discovery (beyond the paper) beside RtP and PtR at the main k, per subset and overall."""
+        def compute() -> pd.DataFrame:
+            runs, k = self._selected("hybrid", backend), self._main_k(backend)
+            if runs.empty or k is None:
+                return pd.DataFrame(columns=analysis.HYBRID_COLUMNS)
+            return analysis.hybrid_table(self.per_query(None, gold, k, backend),
+                                         self._rows(runs, ("subset", "query_id", *GOLD_SCORES)), gold)
+        return self._memo(("hybrid_table", gold, backend), compute)
+
+    def backends(self) -> list[str]:
+        """Backends with a complete main study, in name order: each has its own latest setup."""
+        runs = self._runs_frame()
+        mains = runs[(runs["status"] == "complete") & (runs["kind"] == "main")]
+        return sorted(mains["llm_backend"].unique().tolist())
+
+    def leaderboard(self, gold: str = "api_list") -> pd.DataFrame:
+        """analysis.LEADERBOARD_COLUMNS for every backend's latest study: system (its backend label), arch
+        (rtp, ptr, hybrid), subset, recall and precision at the main k, n queries. The paper's rows are
+        added by core.analysis.report.leaderboard (this reader reads the database only)."""
+        def compute() -> pd.DataFrame:
+            parts = [analysis.leaderboard_rows((self.setup(b) or {}).get("backend_label", b),
+                                               self.main_table(gold, b), self.hybrid_table(gold, b))
+                     for b in self.backends()]
+            return (pd.concat(parts, ignore_index=True) if parts
+                    else pd.DataFrame(columns=analysis.LEADERBOARD_COLUMNS))
+        return self._memo(("leaderboard", gold), compute)
+
+    def ksweep(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
+        return self._memo(("ksweep", gold, backend), lambda: analysis.ksweep_table(
+            self._per_run(self._selected("ksweep", backend)), gold))
+
+    def scaling(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
+        return self._memo(("scaling", gold, backend), lambda: self._scaling(gold, backend))
+
+    def _scaling(self, gold: str, backend: str | None) -> pd.DataFrame:
+        runs = self._selected("scaling", backend)
+        table = analysis.scaling_table(self._per_run(runs), gold)
+        gold_apis = {(s, int(z)): (c or {}).get("gold_apis") for s, z, c in zip(runs["subset"], runs["sub_size"],
+                                                                                 runs["config"])}
+        table["gold_share"] = [(gold_apis.get((s, z)) or math.nan) / z for s, z in zip(table["subset"], table["size"])]
+        return table
+
+    def scaling_notes(self, backend: str | None = None) -> pd.DataFrame:
+        runs = self._runs_frame()
+        anchor = self._selected("main", backend)
+        skipped = runs[(runs["kind"] == "scaling") & (runs["status"] == "skipped")]
+        if len(anchor):
+            first = anchor.iloc[0]
+            skipped = skipped[np.logical_and.reduce([skipped[f] == first[f] for f in SETUP_FIELDS])]
+        out = skipped.rename(columns={"sub_size": "size"})[["subset", "size", "note"]].astype({"size": int})
+        return out.drop_duplicates().reset_index(drop=True)
+
+    def stub_stats(self, backend: str | None = None) -> pd.DataFrame:
+        return self._memo(("stub_stats", backend), lambda: analysis.stub_stats(self._main(backend, STUB_SOURCE)))
+
+    def stub_cosines(self, backend: str | None = None) -> pd.DataFrame:
+        return self._memo(("stub_cosines", backend),
+                          lambda: analysis.stub_cosines(self._main(backend, STUB_SOURCE)))
+
+    def brand_name_losses(self, subset: str | None = None, backend: str | None = None) -> pd.DataFrame:
+        k = self._main_k(backend) or 5
+        return analysis.brand_name_losses(self.per_query(subset, "relevant", k, backend)).reset_index(drop=True)
+
+    def decomposition_wins(self, subset: str | None = None, gold: str = "api_list",
+                           backend: str | None = None) -> pd.DataFrame:
+        k = self._main_k(backend) or 5
+        pq = self.per_query(subset, gold, k, backend)
+        return analysis.decomposition_wins(pq, pq["n_stubs"]).reset_index(drop=True)
+
+    def trajectory(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
+        runs = self._selected("main", backend)
+        return self._memo(("trajectory", gold, backend), lambda: analysis.trajectory(
+            self._per_run(runs, gold), analysis.planner_jaccard(self._rows(runs, JACCARD_SOURCE))))
+
+    def cost(self, backend: str | None = None) -> pd.DataFrame:
+        return self._memo(("cost", backend), lambda: analysis.cost(self._main(backend, COST_SOURCE)))
+
+    def routing_savings(self, backend: str | None = None) -> dict:
+        return analysis.routing_savings(self.cost(backend))
+
+    def divergence(self, backend: str | None = None) -> pd.DataFrame:
+        return self._memo(("divergence", backend),
+                          lambda: analysis.divergence(self._per_run(self._selected("main", backend))))
+
+    def win_counts(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
+        k = self._main_k(backend) or 5
+        return self._memo(("win_counts", gold, backend),
+                          lambda: analysis.win_counts(self.per_query(None, gold, k, backend)))
+
+    # ------------------------------------------------------------ the adaptive router (beyond the paper)
+
+    def _router_cv(self, gold: str, k: int, backend: str | None) -> pd.DataFrame:
+        return self._memo(("router_cv", gold, k, backend), lambda: router.cross_validate(
+            self.per_query(None, gold, k, backend)))
+
+    def router_table(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> pd.DataFrame:
+        """RtP, PtR, the cross-validated top-1-cosine router and the oracle, per subset and overall."""
+        return self._memo(("router_table", gold, k, backend), lambda: router.router_table(
+            self._router_cv(gold, k, backend)))
+
+    def router_curve(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> pd.DataFrame:
+        """Routed recall (all queries) against the threshold; in-sample, for the chart."""
+        def compute() -> pd.DataFrame:
+            pq = self.per_query(None, gold, k, backend).dropna(subset=["rtp_top1"])
+            return router.threshold_curve(pq) if len(pq) else pd.DataFrame(columns=["threshold", "recall",
+                                                                                   "share_to_ptr"])
+        return self._memo(("router_curve", gold, k, backend), compute)
+
+    def router_fit(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> dict:
+        """The threshold fitted on every stored query (what the Inspector applies) and the per-fold
+        thresholds behind the cross-validated figures. No scipy: the Inspector reads this on first load."""
+        def compute() -> dict:
+            pq = self.per_query(None, gold, k, backend).dropna(subset=["rtp_top1", "rtp_recall", "ptr_recall"])
+            if pq.empty:
+                return {}
+            fit = router.fit_threshold(pq)
+            cv = self._router_cv(gold, k, backend)
+            return {"threshold": fit.threshold, "in_sample_recall": fit.recall, "share_to_ptr": fit.share_to_ptr,
+                    "n": len(pq), "folds": router.FOLDS,
+                    "fold_thresholds": sorted(set(cv["threshold"].round(6).tolist()))}
+        return self._memo(("router_fit", gold, k, backend), compute)
+
+    def router_signal(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> dict:
+        """How much RtP's top-1 cosine says about which side wins (router.top1_signal)."""
+        return self._memo(("router_signal", gold, k, backend),
+                          lambda: router.top1_signal(self.per_query(None, gold, k, backend)))
+
+    def search_width(self, backend: str | None = None) -> pd.DataFrame:
+        return self._memo(("search_width", backend),
+                          lambda: analysis.search_width(self._main(backend, ("subset", "query_id", "k", "search_width"))))
+
+    def setup(self, backend: str | None = None) -> dict[str, Any] | None:
+        """Provenance of the selected main study (what every table of this reader describes)."""
+        main = self._selected("main", backend)
+        if main.empty:
+            return None
+        first = main.iloc[-1]
+        return {**{c: _plain(first[c]) for c in ("registry_name", "registry_size", "registry_hash", "embedding_model",
+                                                 "llm_backend", "llm_model", "backend_label",
+                                                 "discovery_prompt_version", "planner_prompt_version", "git_commit",
+                                                 "k")},
+                "runs": int(main["run_index"].nunique()), "subsets": sorted(main["subset"].unique().tolist())}
+
+
+def _detail_block(row: QueryResult, run: pd.Series, hits: list[dict[str, Any]]) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "hits": hits, "top1_score": row.top1_score, "search_width": row.search_width,
+        "recall": row.recall_api_list, "precision": row.precision_api_list,
+        "recall_relevant": row.recall_relevant, "precision_relevant": row.precision_relevant,
+        "plan": None, "plan_pass": row.plan_pass_api_list, "plan_pass_relevant": row.plan_pass_relevant,
+        "backend_label": run["backend_label"]}
+    if row.plan is not None:
+        usage = _usage(row.plan_prompt_tokens, row.plan_output_tokens, row.plan_thoughts_tokens)
+        block["plan"] = {**row.plan, "matched": row.plan_matched, "fidelity": row.plan_fidelity,
+                         "selection_rate": row.plan_selection_rate, "apis_named": row.plan_apis_named,
+                         "usage": usage, "latency_s": row.plan_latency_s, "backend": run["llm_backend"],
+                         "model": run["llm_model"], "prompt_version": run["planner_prompt_version"],
+                         "backend_label": run["backend_label"]}
+    if run["arch"] == "ptr":
+        block.update(stubs=row.stubs or [], stub_fallback=row.stub_fallback, stub_error=row.stub_error,
+                     usage=_usage(row.stub_prompt_tokens, row.stub_output_tokens, row.stub_thoughts_tokens),
+                     stub_latency_s=row.stub_latency_s, rtp_overlap=row.rtp_overlap, same_as_rtp=row.same_as_rtp)
+    return block
+
+
+def _usage(prompt: int | None, output: int | None, thoughts: int | None) -> dict[str, int]:
+    p, o, t = int(prompt or 0), int(output or 0), int(thoughts or 0)
+    return {"prompt_tokens": p, "output_tokens": o, "thoughts_tokens": t, "total_tokens": p + o + t}
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars -> Python, so the dicts serialise as JSON."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _iso(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NaT:
+        return None
+    return pd.Timestamp(value).isoformat()

@@ -1,0 +1,207 @@
+"""The study's report: every table from the results store beside the paper's figures.
+
+`build_report(reader, gold)` returns plain JSON-able data (the CLI prints it, pages may render it);
+`render_text(report)` lays it out for a terminal. Our numbers and the paper's are never merged:
+each section has an "ours" side and a "paper" side, and the setup differences are stated
+(embedding model, LLM or offline heuristic, gold definition, pass-rate proxy vs judged pass rate).
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from core.analysis import paper as paper_figures
+from core.analysis.tables import HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL, ptr_gain
+from core.analysis.reader import ResultsReader
+from core.analysis.router import ROUTER_NOTE
+from core.data.toolbench import subset_order
+
+GOLD_NOTES = {
+    "api_list": "gold = api_list (the APIs each query was generated from, ~5-7 per query; closest to the paper's)",
+    "relevant": "gold = relevant (ToolBench's relevant APIs, ~2-3 per query; not the paper's definition)",
+}
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN -> None, numpy scalars -> Python, containers recursively."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, float) and math.isinf(value):  # a router threshold: all RtP (-inf) or all PtR (inf)
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return _clean(frame.to_dict("records"))
+
+
+def leaderboard(reader: ResultsReader, gold: str = "api_list", paper: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Every backend's latest study and the paper, one row per (system, arch, subset)."""
+    paper = paper_figures.load_paper() if paper is None else paper
+    return pd.concat([reader.leaderboard(gold), paper_figures.leaderboard_rows(paper)], ignore_index=True)
+
+
+def leaderboard_wide(board: pd.DataFrame) -> pd.DataFrame:
+    """One row per system and architecture, columns "<subset> recall|precision|n" in the study's order."""
+    if board.empty:
+        return pd.DataFrame(columns=["system", "arch"])
+    wide = board.pivot_table(index=["system", "arch"], columns="subset", values=["recall", "precision", "n"],
+                             aggfunc="first")
+    order = subset_order(board["subset"])
+    columns = [(metric, subset) for subset in order for metric in ("recall", "precision", "n")
+               if (metric, subset) in wide.columns]
+    wide = wide[columns]
+    wide.columns = [f"{subset} {metric}" for metric, subset in columns]
+    systems = list(dict.fromkeys(board["system"]))
+    archs = {"rtp": 0, "ptr": 1, "hybrid": 2}
+    wide = wide.reset_index()
+    return wide.sort_values(["system", "arch"], key=lambda col: col.map(
+        {s: i for i, s in enumerate(systems)} if col.name == "system" else archs)).reset_index(drop=True)
+
+
+def backends_section(reader: ResultsReader, gold: str, paper: dict[str, Any]) -> dict[str, Any]:
+    """Backends side by side: the leaderboard, PtR's G2 gain per system, planner and stub behaviour."""
+    board = leaderboard(reader, gold, paper)
+    per_backend = {b: (reader.setup(b) or {}).get("backend_label", b) for b in reader.backends()}
+
+    def stacked(read) -> list[dict[str, Any]]:
+        frames = [read(b).assign(system=label) for b, label in per_backend.items()]
+        return records(pd.concat(frames, ignore_index=True)) if frames else []
+
+    return {"title": "Backends side by side (k=5): each backend's latest study and the paper",
+            "ours": records(board), "wide": records(leaderboard_wide(board)),
+            "g2_gain": records(ptr_gain(board, "G2_instruction")),
+            "trajectory": stacked(lambda b: reader.trajectory(gold, b)),
+            "stubs": stacked(lambda b: reader.stub_stats(b)),
+            "paper": {"trajectory": paper.get("trajectory"), "stubs": paper.get("stubs")},
+            "note": "recall@5 and precision@5 are means over runs (n = queries per mean). A backend whose runs "
+                    "cover a sample of the queries says so in its n. PtR minus RtP on G2 per system separates "
+                    "the decomposition (the offline heuristic has no model) from the model (gemma-3-270m, "
+                    "Gemini): the retrieval half is the same code and index for all."}
+
+
+def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | None = None,
+                 paper: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every section of the study for the latest complete runs; `paper` defaults to data/paper_reference.json."""
+    if gold not in GOLD_NOTES:
+        raise ValueError(f"gold must be one of {', '.join(GOLD_NOTES)}")
+    paper = paper_figures.load_paper() if paper is None else paper
+    setup = reader.setup(backend)
+    sections: dict[str, dict[str, Any]] = {
+        "main": {"title": "Main comparison (k=5): mean ± std over runs",
+                 "ours": records(reader.main_table(gold, backend)), "paper": paper_figures.main_rows(paper),
+                 "note": "p: one-sample t of PtR run means vs deterministic RtP (recall, precision), two-sample t "
+                         "over run means (pass-rate proxy); n/a when runs do not vary. Paper pass rate is "
+                         "ToolBench's LLM-judged one; ours is the " + PASS_RATE_DEFINITION},
+        "paired": {"title": "Paired per-query tests (RtP vs PtR)", "ours": records(reader.paired_tests(gold,
+                                                                                                  backend=backend)),
+                   "paper": None, "note": PAIRED_TESTS + "; the paper reports run-level tests only."},
+        "wins": {"title": "Per-query outcomes (recall, means over runs)",
+                 "ours": records(reader.win_counts(gold, backend)), "paper": paper.get("per_query_wins_k5")},
+        "ksweep": {"title": "k sweep", "ours": records(reader.ksweep(gold, backend)), "paper": paper.get("k_ablation")},
+        "scaling": {"title": "Registry scaling: recall over seeds, divergence of top-k sets",
+                    "ours": records(reader.scaling(gold, backend)), "notes": records(reader.scaling_notes(backend)),
+                    "paper": paper.get("scaling"),
+                    "note": "every sub-registry holds all gold APIs of the subset (both definitions); gold_share "
+                            "is their share of it, so small sizes with a high gold_share inflate recall"},
+        "divergence": {"title": "Tool-selection divergence (PtR vs RtP top-k sets, full registry)",
+                       "ours": records(reader.divergence(backend)), "paper": paper.get("divergence_full_registry")},
+        "trajectory": {"title": "Planner trajectory", "ours": records(reader.trajectory(gold, backend)),
+                       "paper": paper.get("trajectory")},
+        "stubs": {"title": "Stubs", "ours": records(reader.stub_stats(backend)), "paper": paper.get("stubs")},
+        "search_width": {"title": "Effective search width (APIs scored before the cut to k)",
+                         "ours": records(reader.search_width(backend)), "paper": None},
+        "hybrid": {"title": "Hybrid discovery: PtR's stubs + the raw query (beyond the paper)",
+                   "ours": records(reader.hybrid_table(gold, backend)), "paper": None, "note": HYBRID_NOTE},
+        "router": {"title": "Adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated recall)",
+                   "ours": records(reader.router_table(gold, backend=backend)),
+                   "fit": _clean({**reader.router_fit(gold, backend=backend),
+                                  **reader.router_signal(gold, backend=backend)}), "paper": None,
+                   "note": ROUTER_NOTE},
+        "backends": backends_section(reader, gold, paper),
+        "cost": {"title": "Tokens per query", "ours": records(reader.cost(backend)),
+                 "routing": _clean(reader.routing_savings(backend)), "paper": paper.get("cost"),
+                 "note": "tokens as reported when each answer was produced (cache replays keep the original "
+                         "usage); the offline heuristic uses none"},
+    }
+    return {"gold": gold, "gold_note": GOLD_NOTES[gold], "pass_rate_note": PASS_RATE_DEFINITION,
+            "setup": _clean(setup), "status": _clean(reader.status()), "paper_setup": paper.get("setup"),
+            "sections": sections}
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    if not rows:
+        return "  (nothing stored)"
+    frame = pd.DataFrame(rows)
+    if columns:
+        frame = frame[[c for c in columns if c in frame.columns]]
+    return "\n".join("  " + line for line in frame.map(_fmt).to_string(index=False).splitlines())
+
+
+def _paper_lines(paper: Any) -> str:
+    if not paper:
+        return "  paper: not reported"
+    return "  paper: " + json.dumps(paper, separators=(", ", ": "))
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The report for a terminal: setup, then each section with ours above the paper's figures."""
+    setup = report.get("setup") or {}
+    lines = ["Tool Discovery Lab: study report",
+             f"setup: registry {setup.get('registry_name')} ({setup.get('registry_size')} APIs), "
+             f"embeddings {setup.get('embedding_model')}, {setup.get('backend_label')}, "
+             f"{setup.get('runs')} run(s), commit {str(setup.get('git_commit'))[:12]}",
+             f"paper: {(report.get('paper_setup') or {}).get('embedding_model')}, "
+             f"{(report.get('paper_setup') or {}).get('llm')}, registry {(report.get('paper_setup') or {}).get('registry_size')}",
+             report["gold_note"], report["pass_rate_note"], ""]
+    sections = report["sections"]
+    main = sections["main"]
+    ours = [{**row, "metric": PASS_RATE_LABEL if row["metric"] == "pass_rate_proxy" else row["metric"]}
+            for row in main["ours"]]
+    lines += [f"== {main['title']}", _table(ours, ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean",
+                                                            "ptr_std", "p_value", "test", "better", "n_queries", "runs"]),
+              "  paper (Gemini 2.5 Flash, gte-base):",
+              _table(main["paper"], ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean", "ptr_std", "p_value"]),
+              f"  {main['note']}", ""]
+    for name in ("paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid",
+                 "router", "cost"):
+        section = sections[name]
+        lines += [f"== {section['title']}", _table(section["ours"])]
+        if section.get("notes"):
+            lines += ["  skipped: " + "; ".join(f"{n['subset']} size {n['size']}: {n['note']}" for n in section["notes"])]
+        if section.get("note"):
+            lines += [f"  {section['note']}"]
+        if section.get("fit"):
+            fit = section["fit"]
+            lines += [f"  threshold on all queries {_fmt(fit['threshold'])} (sends {_fmt(fit['share_to_ptr'])} to PtR; "
+                      f"in-sample recall {_fmt(fit['in_sample_recall'])}); per-fold thresholds "
+                      f"{', '.join(_fmt(t) for t in fit['fold_thresholds'])}; Spearman rho of top-1 cosine with "
+                      f"PtR - RtP recall {_fmt(fit['spearman_rho'])} (p {_fmt(fit['p'])}, n {fit['n']})"]
+        if "routing" in section:
+            r = section["routing"]
+            lines += [f"  routing by subset, {r['routed_to_rtp']} to RtP and {r['routed_to_ptr']} to PtR, saves "
+                      f"{_fmt(r['total_tokens'])} of all tokens and {_fmt(r['discovery_overhead'])} of discovery "
+                      "tokens (- = no tokens were used, e.g. the offline heuristic)"]
+        lines += [_paper_lines(section.get("paper")), ""]
+    backends = sections["backends"]
+    lines += [f"== {backends['title']}", _table(backends["wide"]), "  PtR minus RtP recall on G2_instruction:",
+              _table(backends["g2_gain"]), "  planner trajectory per backend:", _table(backends["trajectory"]),
+              "  stubs per backend:", _table(backends["stubs"]), f"  {backends['note']}", ""]
+    return "\n".join(lines)

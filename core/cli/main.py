@@ -1,0 +1,242 @@
+"""`python -m core`: index, query, eval, perf, pack, llm check, and the studies' bench and report.
+
+Errors a user can fix are printed as one line: exit 2 for bad input, 1 for missing data.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+
+from core.cli.bench import register as register_bench
+from core.cli.common import Handler, UsageError, add_common, notice, parse_ks, retriever_for, settings_for
+from core.data.toolbench import SUBSETS
+from core.progress import progress_callback
+from core.retrieval.discovery import QueryError, clean_query
+from core.settings import DataNotFoundError, Settings, redact
+
+
+def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
+    if args.write_artifact:
+        return write_index_artifact(settings, rebuild=args.rebuild)
+    _, info = retriever_for(settings)
+    if args.json:
+        print(json.dumps(info.to_json()))
+    else:
+        source = {"artifact": "loaded from the shipped index", "cache": "loaded from cache",
+                  "built": "built and cached"}[info.source]
+        print(f"model {info.model_id} | registry {info.registry} ({info.size:,} APIs) | dim {info.dim} | "
+              f"{source} in {info.seconds:.1f} s")
+    return 0
+
+
+def write_index_artifact(settings: Settings, rebuild: bool) -> int:
+    """Embed with the reference encoder (sentence-transformers) and write the shipped float16 vectors."""
+    from core.retrieval.embedding import cache_key, drop_cached
+    from core.retrieval.artifact import artifact_name, write_artifact
+    from core.retrieval.assemble import build_retriever, load_reference_encoder
+    from core.data.loaders import registry_for
+
+    registry = registry_for(settings)
+    encoder = load_reference_encoder(settings.embedding_model)
+    key = cache_key(encoder.model_id, registry)
+    if rebuild:
+        drop_cached(settings.cache_dir, key)
+    retriever, info = build_retriever(settings, encoder=encoder, registry=registry,
+                                      progress=progress_callback("embedding registry"), notify=notice, use_artifact=False)
+    path = settings.index_dir / artifact_name(encoder.model_id, registry.name)
+    header = write_artifact(path, retriever.index.vectors, model_id=encoder.model_id, registry=registry.name,
+                            key=key, registry_hash=registry.content_hash)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, {header.n:,} x {header.dim}, "
+          f"payload sha256 {header.payload_sha256[:16]}; vectors {info.source})")
+    return 0
+
+
+def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
+    from core.study.single_query import inspect_query
+
+    clean_query(args.text)  # refuse bad input before loading anything
+    retriever, _ = retriever_for(settings)
+    result = inspect_query(args.text, args.k, retriever, settings, archs=args.arch, use_cache=not args.no_cache)
+    if result.get("llm_error"):  # RtP still answers; the LLM half says why it could not run
+        print(f"LLM unavailable: {redact(result['llm_error'], settings.secrets())}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+        return 0
+    for arch in ("rtp", "ptr"):
+        if arch not in result:
+            continue
+        block = result[arch]
+        print(f"== {arch.upper()} (top-1 cosine {block['top1_score']:.3f})")
+        for stub in block.get("stubs", []):
+            print(f"   stub {stub['name']}: {stub['reasoning']}")
+        for hit in block["hits"]:
+            via = f"  <- {hit['stub']}" if hit.get("stub") else ""
+            print(f"{hit['rank']:>3}. {hit['score']:.3f}  {hit['tool_name'].strip()}/{hit['api_name'].strip()}"
+                  f"  [{hit['category'] or '-'}]{via}")
+        plan = block.get("plan")
+        if plan:
+            print(f"   plan ({plan['backend_label']}): selected {plan['selected_apis']}"
+                  + (f", refusal: {plan['refusal']}" if plan.get("refusal") else "")
+                  + (f", parse error: {plan['parse_error']}" if plan.get("parse_error") else ""))
+            for step in plan["steps"]:
+                print(f"     - {step}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from core.study.evaluate import evaluate_subset
+
+    retriever, info = retriever_for(settings)
+    rows = evaluate_subset(settings, retriever, args.arch, args.subset, args.gold, args.k,
+                           use_cache=not args.no_cache)
+    if args.json:
+        print(json.dumps(rows if len(rows) > 1 else rows[0]))
+    else:
+        for row in rows:
+            print(f"{row['subset']} {row['arch']} gold={row['gold']} k={row['k']} n={row['n']}: "
+                  f"recall {row['recall']:.3f}  precision {row['precision']:.3f}  hit {row['hit_rate']:.3f}")
+    return 0
+
+
+def cmd_perf(args: argparse.Namespace, settings: Settings) -> int:
+    if args.llm:
+        from core.cli.llm_perf import run_llm_perf
+
+        args.backend = "local"
+        report = run_llm_perf(settings_for(args), per_subset=args.llm_per_subset)
+    else:
+        from core.cli.perf import run_perf
+
+        report = run_perf(settings, n_docs=args.docs, n_queries=args.queries)
+    print(json.dumps(report, indent=None if args.json else 2))
+    return 0
+
+
+def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
+    """`llm check`: the local model is there, intact, loads, and writes real stubs; with its speed."""
+    from core.agents.llm import LLMUnavailable
+    from core.agents.llm.local_llama import local_client
+    from core.agents.prompts import STYLES
+    from core.agents.stubs import LLMStubWriter
+
+    local = settings.with_(llm_backend="local")
+    started = time.perf_counter()
+    try:
+        client = local_client(local.local_model, local.cache_dir, local.local_threads, local.local_instances,
+                              local.llm_timeout_s)
+    except LLMUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    ready_s = time.perf_counter() - started
+    speed = client.speed()
+    outcome = LLMStubWriter(client, STYLES[client.prompt_style]).write(args.query)
+    report = {**client.provenance(), "ready_s": round(ready_s, 2), **speed,
+              "query": args.query, "stubs": [{"name": s.name, "reasoning": s.reasoning} for s in outcome.stubs],
+              "stub_seconds": round(outcome.latency_s, 2), "stub_error": outcome.error}
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(f"{report['model_file']} ({report['quantisation']}, sha256 {report['model_sha256'][:12]}…) on "
+              f"{report['runtime']}: ready in {ready_s:.1f} s; prompt {speed['prompt_tok_s']:.0f} tok/s, "
+              f"generation {speed['generation_tok_s']:.0f} tok/s")
+        for stub in outcome.stubs:
+            print(f"  stub {stub.name}: {stub.reasoning}")
+        print(f"  ({outcome.latency_s:.2f} s{'; ' + outcome.error if outcome.error else ''})")
+    return 0 if not outcome.fallback else 1
+
+
+def cmd_pack(args: argparse.Namespace, settings: Settings) -> int:
+    from core.study.store import pack
+
+    target = pack(args.db or settings.results_url)
+    print(f"packed {target} ({target.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    parser = argparse.ArgumentParser(
+        prog="python -m core",
+        description="Tool Discovery Lab: reproduce 'Plan or Retrieve First?' (RtP vs PtR tool discovery) "
+                    "on the ToolBench registry. Data: TOOLBENCH_DATA, then data/toolbench/, then ../shared/toolbench/.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    handlers: dict[str, Handler] = {}
+
+    p = sub.add_parser("index", help="load (or build) the registry embeddings and index",
+                       description="Load the registry embeddings: the shipped index under data/index/ when it "
+                                   "matches the documents and model, else the cache, else embed them (with "
+                                   "progress, one build at a time across processes).")
+    p.add_argument("--write-artifact", action="store_true",
+                   help="embed with sentence-transformers and write the shipped float16 index (make index-artifact)")
+    p.add_argument("--rebuild", action="store_true", help="with --write-artifact: ignore the float32 cache")
+    add_common(p)
+    handlers["index"] = cmd_index
+
+    p = sub.add_parser("query", help="run one query through RtP and/or PtR",
+                       description="Retrieve the top-k APIs for one query; with --arch all, also PtR's stubs and both plans.")
+    p.add_argument("text", help="the user's request, in quotes")
+    p.add_argument("--arch", choices=("rtp", "ptr", "all"), default="rtp")
+    p.add_argument("--k", type=int, default=5, help="APIs to retrieve (default 5)")
+    add_common(p, backend=True)
+    handlers["query"] = cmd_query
+
+    p = sub.add_parser("eval", help="recall/precision@k of one architecture on one subset",
+                       description="Score an architecture on a ToolBench test subset; one JSON object per k.")
+    p.add_argument("--arch", choices=("rtp", "ptr", "hybrid"), default="rtp",
+                   help="hybrid: PtR's stubs plus the raw query, merged by best similarity (beyond the paper)")
+    p.add_argument("--subset", default="G1_instruction", help=f"one of {', '.join(SUBSETS)}")
+    p.add_argument("--gold", choices=("api_list", "relevant"), default="api_list",
+                   help="gold definition: api_list (default; reproduces the paper) or relevant (ToolBench's)")
+    p.add_argument("--k", type=parse_ks, default=[5], help="k or a comma list, e.g. 1,3,5,10,20")
+    add_common(p, backend=True)
+    handlers["eval"] = cmd_eval
+
+    p = sub.add_parser("perf", help="benchmark encoding, index build and search against baselines",
+                       description="Speed benchmark, measured as ratios against baselines run in the same process.")
+    p.add_argument("--docs", type=int, default=2000, help="documents for the encode-throughput test")
+    p.add_argument("--queries", type=int, default=100, help="queries for latency and batch tests")
+    p.add_argument("--llm", action="store_true",
+                   help="measure the local LLM instead: tokens/s, call latencies, the runner's overhead, 2 in flight")
+    p.add_argument("--llm-per-subset", type=int, default=4, help="with --llm: sample queries per subset")
+    add_common(p)
+    handlers["perf"] = cmd_perf
+
+    p = sub.add_parser("pack", help="VACUUM and gzip the results database into its committed form",
+                       description="Write data/results.sqlite.gz (the committed, gzipped results); the app and "
+                                   "report unpack it on first use when data/results.sqlite is missing.")
+    p.add_argument("--db", help="results database URL (default: DATABASE_URL, else data/results.sqlite)")
+    handlers["pack"] = cmd_pack
+
+    p = sub.add_parser("llm", help="check the local LLM (make llm): model file, sha, load, speed, real stubs",
+                       description="Assemble and verify the local GGUF model, load it with llama.cpp, measure prompt "
+                                   "and generation speed, and write the stubs of one query. Exit 1 when it cannot run.")
+    p.add_argument("action", choices=("check",))
+    p.add_argument("--query", default="find the top tracks of Taylor Swift on Spotify and then search YouTube "
+                                      "for the official video")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    handlers["llm"] = cmd_llm
+
+    register_bench(sub, handlers)
+    return parser, handlers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser, handlers = build_parser()
+    args = parser.parse_args(argv)
+    settings: Settings | None = None
+    try:
+        settings = settings_for(args)
+        started = time.perf_counter()
+        code = handlers[args.command](args, settings)
+        logging.getLogger(__name__).debug("%s took %.2f s", args.command, time.perf_counter() - started)
+        return code
+    except (QueryError, UsageError, ValueError) as exc:
+        print(f"error: {redact(str(exc), settings.secrets() if settings else ())}", file=sys.stderr)
+        return 2
+    except DataNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,179 @@
+"""Loaders for ToolBench data: the compact JSONL files and the official download layout.
+
+Names are kept byte-for-byte (some tool names start with a space): gold matching depends on it.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.settings import DataNotFoundError
+
+ApiKey = tuple[str, str]
+SUBSETS = ("G1_instruction", "G1_category", "G1_tool", "G2_instruction", "G2_category", "G3_instruction")
+PAPER_SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
+# api_list: the APIs a query was generated from (the paper's); relevant: ToolBench's relevant APIs.
+GOLD_DEFINITIONS = ("api_list", "relevant")
+
+
+def subset_order(subsets: object) -> list[str]:
+    """Known subsets in the study's order (G1 → G3), then any others alphabetically."""
+    present = set(subsets)  # type: ignore[arg-type]
+    return [s for s in SUBSETS if s in present] + sorted(present - set(SUBSETS))
+
+
+def display_name(tool: str, api: str) -> str:
+    """The name shown in prompts and screens; raw names (leading spaces and all) are kept elsewhere."""
+    return f"{tool.strip()}/{api.strip()}"
+
+
+@dataclass(frozen=True)
+class Api:
+    tool_name: str
+    api_name: str
+    category: str = ""
+    description: str = ""
+    doc_source: str = "full"
+
+    @property
+    def key(self) -> ApiKey:
+        return (self.tool_name, self.api_name)
+
+    @property
+    def display_name(self) -> str:
+        return display_name(self.tool_name, self.api_name)
+
+    @property
+    def document(self) -> str:
+        """The exact text that is embedded: "{tool_name}/{api_name}: {description}"."""
+        return f"{self.tool_name}/{self.api_name}: {self.description}"
+
+
+@dataclass(frozen=True)
+class Query:
+    subset: str
+    group: str
+    query_id: int
+    query: str
+    relevant_apis: tuple[ApiKey, ...]
+    api_list: tuple[ApiKey, ...]
+    solvable: bool = False
+
+    def gold(self, definition: str) -> frozenset[ApiKey]:
+        if definition == "relevant":
+            return frozenset(self.relevant_apis)
+        if definition == "api_list":
+            return frozenset(self.api_list)
+        raise ValueError(f"gold definition must be 'relevant' or 'api_list', not {definition!r}")
+
+    @property
+    def uid(self) -> str:
+        return f"{self.subset}:{self.query_id}"
+
+
+def _read_jsonl(path: Path) -> Iterator[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+        for line_no, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path.name} line {line_no} is not valid JSON: {exc.msg}") from None
+
+
+def _first_existing(data_dir: Path, names: tuple[str, ...]) -> Path | None:
+    return next((data_dir / n for n in names if (data_dir / n).is_file()), None)
+
+
+REGISTRY_FILES = {
+    "full": ("registry_full.jsonl.gz", "registry_full.jsonl", "registry.jsonl.gz", "registry.jsonl"),
+    "documented": ("registry.jsonl.gz", "registry.jsonl"),
+}
+
+
+def is_official_layout(data_dir: Path) -> bool:
+    return (data_dir / "toolenv").is_dir() or (data_dir / "tools").is_dir()
+
+
+def registry_path(data_dir: Path, which: str = "full") -> Path:
+    """The compact registry file for `which`; DataNotFoundError when there is none."""
+    names = REGISTRY_FILES[which]
+    path = _first_existing(data_dir, names)
+    if path is None:
+        raise DataNotFoundError(f"No registry file ({names[0]}) in {data_dir}; set TOOLBENCH_DATA.")
+    return path
+
+
+def load_registry(data_dir: Path, which: str = "full") -> list[Api]:
+    """The API registry: `full` (~47k, registry_full.jsonl.gz) or `documented` (4,940)."""
+    if is_official_layout(data_dir):
+        return load_official_registry(data_dir)
+    apis: list[Api] = []
+    seen: set[ApiKey] = set()
+    for row in _read_jsonl(registry_path(data_dir, which)):
+        api = Api(row["tool_name"], row["api_name"], row.get("category") or "",
+                  row.get("description") or "", row.get("doc_source", "full"))
+        if api.key not in seen:
+            seen.add(api.key)
+            apis.append(api)
+    return apis
+
+
+def _pairs(raw: list) -> tuple[ApiKey, ...]:
+    out: list[ApiKey] = []
+    for item in raw:
+        if isinstance(item, dict):
+            out.append((item["tool_name"], item["api_name"]))
+        else:
+            out.append((item[0], item[1]))
+    return tuple(out)
+
+
+def load_queries(data_dir: Path) -> list[Query]:
+    """All test queries: compact queries.jsonl.gz, else official test_instruction/*.json."""
+    path = _first_existing(data_dir, ("queries.jsonl.gz", "queries.jsonl"))
+    if path is not None:
+        return [
+            Query(r["subset"], r["group"], int(r["query_id"]), r["query"], _pairs(r["relevant_apis"]),
+                  _pairs(r["api_list"]), bool(r.get("stabletoolbench_solvable", False)))
+            for r in _read_jsonl(path)
+        ]
+    folder = next((p for p in (data_dir / "test_instruction", data_dir / "data" / "test_instruction") if p.is_dir()),
+                  None)
+    if folder is None:
+        raise DataNotFoundError(f"No queries (queries.jsonl.gz or test_instruction/) in {data_dir}; set TOOLBENCH_DATA.")
+    return load_official_queries(folder)
+
+
+def load_official_queries(folder: Path) -> list[Query]:
+    """Official ToolBench `test_instruction/<subset>.json` files (keys query, query_id, api_list, relevant APIs)."""
+    queries: list[Query] = []
+    for path in sorted(folder.glob("*.json")):
+        subset = path.stem
+        for item in json.loads(path.read_text(encoding="utf-8")):
+            queries.append(Query(subset, subset.split("_")[0], int(item["query_id"]), item["query"],
+                                 _pairs(item.get("relevant APIs", [])), _pairs(item.get("api_list", []))))
+    return queries
+
+
+def load_official_registry(data_dir: Path) -> list[Api]:
+    """Official ToolBench `toolenv/tools/<Category>/<tool>.json` documents."""
+    tools_dir = next(p for p in (data_dir / "toolenv" / "tools", data_dir / "tools") if p.is_dir())
+    apis: list[Api] = []
+    seen: set[ApiKey] = set()
+    for path in sorted(tools_dir.glob("*/*.json")):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            continue  # ToolBench ships a few broken tool files; skipping one loses only that tool
+        tool = doc.get("tool_name") or doc.get("name") or path.stem
+        for item in doc.get("api_list", []):
+            api = Api(tool, item.get("name", ""), path.parent.name, item.get("description") or "", "full")
+            if api.api_name and api.key not in seen:
+                seen.add(api.key)
+                apis.append(api)
+    return apis

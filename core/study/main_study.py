@@ -1,0 +1,90 @@
+"""The main comparison: RtP and PtR at k=5 for R runs, planner in every run.
+
+RtP's retrieval is deterministic, so it is computed once per subset and reused; the planner still
+runs in every run. PtR writes new stubs every run. With the LLM call cache keyed on the prompt
+alone, runs 1..R-1 would replay run 0's answers and the spread over runs would be a fake zero, so
+core.agents.factory keys run r > 0's calls apart ("+run{r}"); run 0 shares its cache with the
+Inspector. The offline heuristic is deterministic: its runs are identical and their spread is zero.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from core.agents.factory import Agents, AgentsFactory
+from core.data.toolbench import Query
+from core.retrieval.batch import ptr_batch, rtp_batch
+from core.retrieval.discovery import Discovery, Retriever
+from core.retrieval.memo import memoised
+from core.study.rows import base_row, by_subset, overlap_fields, plan_fields, stub_fields
+from core.study.runner import Job, execute, open_run
+from core.study.setup import Setup
+from core.study.store import Store
+
+MAIN_K = 5
+DEFAULT_RUNS = 4
+
+
+def run_main(store: Store, retriever: Retriever, agents_for: AgentsFactory, queries: Sequence[Query], *,
+             runs: int = DEFAULT_RUNS, k: int = MAIN_K, concurrency: int = 8, resume: bool = False,
+             progress: bool = False, commit: str | None = None, config: dict[str, Any] | None = None) -> list[int]:
+    """The main comparison: per subset, RtP and PtR at k for `runs` runs. Returns the run ids touched."""
+    if runs < 1:
+        raise ValueError("runs must be at least 1")
+    retriever = memoised(retriever)
+    agents = {r: agents_for(r) for r in range(runs)}
+    setup = Setup.of(retriever, agents[0], commit)
+    jobs: list[Job] = []
+    for subset, qs in by_subset(queries).items():
+        rtp_found = dict(zip((q.uid for q in qs), rtp_batch([q.query for q in qs], k, retriever)))
+        for r in range(runs):
+            for arch in ("rtp", "ptr"):
+                opened = open_run(store, setup.spec("main", arch, subset, k, r), qs, resume, setup.git_commit, config)
+                if opened is None:
+                    continue
+                run_id, todo = opened
+                if arch == "rtp":
+                    jobs.append(Job(run_id, tuple(todo), k, _rtp_finish(agents[r], rtp_found)))
+                else:
+                    writer = agents[r].stub_writer
+                    jobs.append(Job(run_id, tuple(todo), k, _ptr_finish(agents[r], retriever, rtp_found),
+                                     prepare=lambda q, w=writer: w.write(q.query),
+                                     retrieve=_ptr_retrieve(retriever, k)))
+    execute(store, jobs, concurrency, progress, "bench main")
+    return [job.run_id for job in jobs]
+
+
+def _rtp_finish(agents: Agents, found: dict[str, Discovery]) -> Callable[[int, Query, Any], dict[str, Any]]:
+    def finish(run_id: int, query: Query, _: Any) -> dict[str, Any]:
+        discovery = found[query.uid]
+        plan = agents.planner.plan(query.query, discovery.hits)
+        return {**base_row(run_id, query, discovery), **plan_fields(plan, query)}
+
+    return finish
+
+
+def _ptr_retrieve(retriever: Retriever, k: int) -> Callable[[list[tuple[Query, Any]]], list[Any]]:
+    """Batched PtR retrieval for queries whose stubs are written: (outcome, discovery, stub top-1s, seconds)."""
+    def retrieve(items: list[tuple[Query, Any]]) -> list[Any]:
+        start = time.perf_counter()
+        stub_lists = [outcome.stubs for _, outcome in items]
+        found = ptr_batch(stub_lists, [k], retriever)[k]
+        seconds = (time.perf_counter() - start) / len(items)
+        return [(outcome, d, d.extra["stub_top1"], seconds) for (_, outcome), d in zip(items, found)]
+
+    return retrieve
+
+
+def _ptr_finish(agents: Agents, retriever: Retriever,
+                rtp_found: dict[str, Discovery]) -> Callable[[int, Query, Any], dict[str, Any]]:
+    def finish(run_id: int, query: Query, payload: Any) -> dict[str, Any]:
+        outcome, discovery, top1, seconds = payload
+        plan = agents.planner.plan(query.query, discovery.hits)
+        return {**base_row(run_id, query, discovery, fallback=outcome.fallback),
+                **stub_fields(outcome, top1, query, retriever),
+                **plan_fields(plan, query), **overlap_fields(discovery, rtp_found[query.uid].keys),
+                "retrieval_latency_s": seconds}
+
+    return finish
+

@@ -1,0 +1,139 @@
+"""Runs a study's (run, query) jobs on one thread pool and commits rows as they arrive.
+
+LLM calls run on the pool; retrieval runs on the calling thread, batched; rows are committed as they
+arrive (whatever finished since the last commit goes in one transaction), so a run killed at any
+point resumes with `resume=True` and ends with every (run, query) row exactly once.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from core.data.toolbench import Query
+from core.progress import progress_bar
+from core.study.rows import error_row
+from core.study.store import RunSpec, Store
+
+log = logging.getLogger(__name__)
+
+INSERT_CHUNK = 1000
+
+
+@dataclass(frozen=True)
+class Job:
+    """How one run computes a query's row: `prepare` (thread pool: the stub LLM call), then `retrieve`
+    (this thread, batched over whatever is prepared), then `finish` (thread pool: the planner call).
+    A job without `prepare` (RtP, retrieved up front) goes straight to `finish`."""
+
+    run_id: int
+    todo: tuple[Query, ...]
+    k: int
+    finish: Callable[[int, Query, Any], dict[str, Any]]
+    prepare: Callable[[Query], Any] | None = None
+    retrieve: Callable[[list[tuple[Query, Any]]], list[Any]] | None = None
+
+
+def open_run(store: Store, spec: RunSpec, queries: Sequence[Query], resume: bool, commit: str,
+             config: dict[str, Any] | None = None) -> tuple[int, list[Query]] | None:
+    """(run id, queries still to do) for a spec; None when resuming and the run already finished."""
+    if resume:
+        found = store.find_run(spec)
+        if found is not None and found.status in ("complete", "skipped"):
+            return None
+        if found is not None:
+            done = store.reopen(found.id, len(queries))
+            return found.id, [q for q in queries if q.uid not in done]
+    return store.start_run(spec, len(queries), commit, config), list(queries)
+
+
+
+def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool = False, desc: str = "") -> None:
+    """Run every (run, query) of `jobs` on one thread pool and commit rows as they arrive.
+
+    LLM calls (prepare, finish) run on the pool; retrieval runs here, batched over every query whose
+    stubs arrived since the last pass, so FAISS and the encoder see batches, not single queries.
+    Whatever rows arrived since the last commit go in one transaction. One pool for all runs keeps
+    every worker busy to the end. A step that raises becomes an error row, which a resume redoes.
+    A run is marked complete with its last row; on an exception here, unfinished runs are marked failed.
+    """
+    remaining = {job.run_id: len(job.todo) for job in jobs}
+    for run_id, left in remaining.items():
+        if left == 0:
+            store.finish_run(run_id)
+    total = sum(remaining.values())
+    if total == 0:
+        return
+    events: queue.Queue[tuple[str, Job, Query, Any]] = queue.Queue()
+
+    def guarded(kind: str, job: Job, query: Query, step: Callable[[], Any]) -> None:
+        event: tuple[str, Job, Query, Any] | None = None
+        try:
+            event = (kind, job, query, step())
+        except Exception as exc:  # one bad query must not stop a benchmark; it is stored and redone on resume
+            log.warning("%s failed in run %d: %s", query.uid, job.run_id, exc)
+            event = ("row", job, query, error_row(job.run_id, query, job.k, exc))
+        finally:
+            events.put(event or ("row", job, query, error_row(job.run_id, query, job.k, RuntimeError("interrupted"))))
+
+    def submit_finish(job: Job, query: Query, payload: Any) -> None:
+        pool.submit(guarded, "row", job, query, lambda: job.finish(job.run_id, query, payload))
+
+    bar = progress_bar(total, desc, progress)
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    try:
+        for job in jobs:
+            for query in job.todo:
+                if job.prepare is None:
+                    submit_finish(job, query, None)
+                else:
+                    pool.submit(guarded, "prepared", job, query, lambda j=job, q=query: j.prepare(q))
+        received = 0
+        while received < total:
+            batch = [events.get()]
+            while True:
+                try:
+                    batch.append(events.get_nowait())
+                except queue.Empty:
+                    break
+            rows = [value for kind, _, _, value in batch if kind == "row"]
+            ready: dict[int, tuple[Job, list[tuple[Query, Any]]]] = {}
+            for kind, job, query, value in batch:
+                if kind == "prepared":
+                    ready.setdefault(job.run_id, (job, []))[1].append((query, value))
+            for job, items in ready.values():
+                try:
+                    payloads = job.retrieve(items)  # a job with `prepare` always has `retrieve`
+                except Exception as exc:  # noqa: BLE001 - the batch's queries become error rows
+                    rows += [error_row(job.run_id, q, job.k, exc) for q, _ in items]
+                    continue
+                for (query, _), payload in zip(items, payloads):
+                    submit_finish(job, query, payload)
+            store.add_results(rows)
+            received += len(rows)
+            bar.update(len(rows))
+            for row in rows:
+                remaining[row["run_id"]] -= 1
+                if remaining[row["run_id"]] == 0:
+                    store.finish_run(row["run_id"])
+    except BaseException as exc:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for run_id, left in remaining.items():
+            if left > 0:
+                store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}"[:1000])
+        raise
+    finally:
+        bar.close()
+        pool.shutdown(wait=True)
+
+
+
+def insert_run(store: Store, run_id: int, rows: list[dict[str, Any]]) -> None:
+    """A run computed in one go (no LLM calls): its rows in chunks, then marked complete."""
+    for start in range(0, len(rows), INSERT_CHUNK):
+        store.add_results(rows[start:start + INSERT_CHUNK])
+    store.finish_run(run_id)
+

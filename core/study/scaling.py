@@ -1,0 +1,96 @@
+"""Registry scaling: both architectures on stratified sub-registries x seeds, stubs of main run 0.
+
+Every sub-registry holds every gold API of the subset (both definitions) plus category-proportional
+distractors; retrieval only.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from core.data.registry import stratified_rows
+from core.data.toolbench import GOLD_DEFINITIONS, Query
+from core.progress import progress_bar
+from core.retrieval.batch import ptr_batch, rtp_batch
+from core.retrieval.discovery import Retriever, Stub
+from core.retrieval.memo import memoised
+from core.study.main_study import MAIN_K
+from core.study.rows import base_row, by_subset, overlap_fields
+from core.study.runner import insert_run, open_run
+from core.study.setup import Setup
+from core.study.sources import Sources, main_sources, stored_stubs
+from core.study.store import Store
+
+SCALING_SIZES: tuple[int | None, ...] = (1000, 2000, 5000, 10000, 20000, None)  # None: the whole registry
+SCALING_SEEDS = 5
+
+
+def subset_gold_rows(retriever: Retriever, queries: Sequence[Query]) -> list[int]:
+    """Registry rows of every gold API (both definitions) of these queries."""
+    keys = {key for q in queries for gold in GOLD_DEFINITIONS for key in q.gold(gold)}
+    return retriever.registry.rows_of(keys)
+
+
+def scaling_sizes(sizes: Sequence[int | None], registry_size: int) -> list[int]:
+    """Requested sizes as row counts; None and sizes at or above the registry collapse into the full registry."""
+    return sorted({registry_size if s is None or s >= registry_size else int(s) for s in sizes})
+
+
+def run_scaling(store: Store, retriever: Retriever, queries: Sequence[Query], *,
+                sizes: Sequence[int | None] = SCALING_SIZES, seeds: int = SCALING_SEEDS, k: int = MAIN_K,
+                resume: bool = False, progress: bool = False, llm_backend: str | None = None,
+                commit: str | None = None, config: dict[str, Any] | None = None) -> list[int]:
+    """Both architectures on stratified sub-registries x seeds, with stubs of main run 0; retrieval only.
+
+    The full registry needs no sampling, so it is run once (seed 0). A size too small to hold the
+    subset's gold APIs is recorded once (seed 0) as a `skipped` run with the reason, never silently
+    dropped.
+    """
+    retriever = memoised(retriever)
+    n = len(retriever.registry)
+    touched: list[int] = []
+    subsets = by_subset(queries)
+    gold = {subset: subset_gold_rows(retriever, qs) for subset, qs in subsets.items()}
+    cells = [(s, size, seed) for s in subsets for size in scaling_sizes(sizes, n)
+             for seed in ([0] if size == n or size < len(gold[s]) else range(seeds))]
+    bar = progress_bar(len(cells), "bench scaling", progress)
+    sources: dict[str, tuple[Sources, dict[str, tuple[tuple[Stub, ...], bool]]]] = {}
+    for subset, size, seed in cells:
+        qs, gold_rows = subsets[subset], gold[subset]
+        if subset not in sources:
+            src = main_sources(store, retriever, subset, llm_backend)
+            sources[subset] = (src, stored_stubs(store, src.ptr[0].id, qs))
+        src, stubs = sources[subset]
+        setup = Setup.of_run(src.rtp, commit)
+        with_stubs = [q for q in qs if q.uid in stubs]
+        extra = {"sub_size": size, "sub_seed": seed}
+        cell_config = {**(config or {}), "gold_apis": len(gold_rows)}
+        specs = {"rtp": setup.spec("scaling", "rtp", subset, k, 0, source_run_id=src.rtp.id, **extra),
+                 "ptr": setup.spec("scaling", "ptr", subset, k, 0, source_run_id=src.ptr[0].id, **extra)}
+        if size < len(gold_rows):
+            note = f"{len(gold_rows):,} gold APIs of {subset} do not fit in a {size:,}-API registry"
+            for spec in specs.values():
+                if not (resume and store.find_run(spec)):
+                    touched.append(store.start_run(spec, 0, setup.git_commit, cell_config, status="skipped",
+                                                   note=note))
+            bar.update(1)
+            continue
+        opened = {arch: open_run(store, spec, with_stubs, resume, setup.git_commit, cell_config)
+                  for arch, spec in specs.items()}
+        if any(opened.values()):
+            view = retriever if size == n else retriever.with_index(
+                retriever.index.subindex(stratified_rows(retriever.registry, size, gold_rows, seed)))
+            rtp_found = rtp_batch([q.query for q in with_stubs], k, view)
+            ptr_found = ptr_batch([stubs[q.uid][0] for q in with_stubs], [k], view)[k]
+            found = {"rtp": dict(zip((q.uid for q in with_stubs), rtp_found)),
+                     "ptr": dict(zip((q.uid for q in with_stubs), ptr_found))}
+            for arch, got in opened.items():
+                if got is None:
+                    continue
+                run_id, todo = got
+                rows = [{**base_row(run_id, q, found[arch][q.uid], with_hits=False),
+                         **(overlap_fields(found["ptr"][q.uid], found["rtp"][q.uid].keys) if arch == "ptr" else {})}
+                        for q in todo]
+                insert_run(store, run_id, rows)
+                touched.append(run_id)
+    return touched
