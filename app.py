@@ -10,7 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from core.settings import REGISTRIES, DataNotFoundError
-from ui.session import base_settings, current_settings, index_job
+from ui.index_job import index_job
+from ui.page_settings import base_settings, current_settings
 
 
 def start_index() -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
 from ui import tables
 from ui.figures import OUTCOME_NAMES
-from ui.session import current_settings
+from ui.page_settings import current_settings
 from ui.widgets import download_buttons, results_ready, safe_read
 
 settings = current_settings()
@@ -18,12 +19,12 @@ st.title("Examples")
 if not results_ready(settings):
     st.stop()
 
-setup = safe_read(settings, "setup") or {}
-sweep = safe_read(settings, "ksweep", gold=gold)
+setup = safe_read(settings, ResultsReader.setup) or {}
+sweep = safe_read(settings, ResultsReader.ksweep, gold=gold)
 ks = sorted({int(setup.get("k", 5)), *(sweep["k"].astype(int).tolist() if isinstance(sweep, pd.DataFrame) else [])})
 top = st.columns([1, 2, 2, 2])
 k = top[0].selectbox("k", ks, index=ks.index(int(setup.get("k", 5))))
-per_query = safe_read(settings, "per_query", None, gold=gold, k=k)
+per_query = safe_read(settings, ResultsReader.per_query, None, gold=gold, k=k)
 if per_query is None or per_query.empty:
     st.info(f"No per-query results at k = {k} yet.")
     st.stop()

@@ -10,14 +10,15 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from core.analysis.reader import ResultsReader
 from core.retrieval.discovery import QueryError
 from core.data.loaders import queries_for, registry_for
 from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
 from ui.safe import md, one_line
-from ui.session import current_settings
-from ui.state import available_backends, db_read, inspect_live, with_backend
-from ui.view import K_MAX, K_MIN, View, parse_view, with_gold
+from ui.page_settings import current_settings
+from ui.resources import available_backends, inspect_live, results, with_backend
+from ui.inspector_view import K_MAX, K_MIN, View, parse_view, with_gold
 from ui.widgets import (arch_column, describe, error, hybrid_section, index_gate, json_download, router_verdict,
                         safe_read)
 
@@ -102,8 +103,8 @@ view_key = urlencode(view.params(), safe=":")
 result, failure = None, None
 if query is not None and state.get("insp_live") != view_key:
     try:
-        if db_read(settings, "available"):
-            result = db_read(settings, "query_detail", query.subset, query.query_id, k=k)
+        if results(settings).available():
+            result = results(settings).query_detail(query.subset, query.query_id, k=k)
     except Exception as exc:  # noqa: BLE001 - a broken database falls back to live computation
         st.caption(f"Stored outputs unavailable ({md(exc, 200)}); computing live.")
 stored = result is not None
@@ -164,8 +165,8 @@ else:
     with ptr_box.container():
         arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
 hybrid_section(result.get("hybrid"), lookup, k)
-if safe_read(settings, "available"):
-    router_verdict((result.get("rtp") or {}).get("top1_score"), safe_read(settings, "router_fit", gold=gold_def, k=k))
+if safe_read(settings, ResultsReader.available):
+    router_verdict((result.get("rtp") or {}).get("top1_score"), safe_read(settings, ResultsReader.router_fit, gold=gold_def, k=k))
 
 st.divider()
 info, actions = st.columns([3, 2])

@@ -4,13 +4,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
 from core.analysis import paper
 from ui import figures, tables
 from ui.safe import md
-from ui.session import current_settings, index_job
-from ui.state import db_figure
+from ui.index_job import index_job
+from ui.page_settings import current_settings
+from ui.resources import db_figure
 from ui.widgets import results_ready, safe_read
 
 settings = current_settings()
@@ -28,8 +30,8 @@ ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
 chart, side = st.columns([3, 2])
 with chart:
     if results_ready(settings):
-        main = safe_read(settings, "main_table", gold=gold)
-        setup = safe_read(settings, "setup") or {}
+        main = safe_read(settings, ResultsReader.main_table, gold=gold)
+        setup = safe_read(settings, ResultsReader.setup) or {}
         if main is not None and setup:
             chart_fig = db_figure(settings, ("crossover", gold, None, "recall"),
                                   lambda: figures.crossover(main, paper.main_points(ref), "recall", int(setup["k"])))
@@ -49,7 +51,7 @@ st.subheader("Status")
 def status_table() -> None:
     """Data, registry, model, index, backend and results; while the index loads, this polls once a second
     and reruns the page when it is ready (so the sidebar's index line updates too)."""
-    status = safe_read(settings, "status") or {}
+    status = safe_read(settings, ResultsReader.status) or {}
     try:
         data = f"{settings.data_dir()} · {len(queries_for(settings)):,} benchmark queries"
         job = index_job(settings)

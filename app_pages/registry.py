@@ -9,8 +9,8 @@ from core.data.registry import UNKNOWN_CATEGORY
 from core.settings import DataNotFoundError
 from ui import figures, tables
 from ui.safe import md
-from ui.session import current_settings
-from ui.state import inspect_live, map_overlay, registry_frame, registry_map
+from ui.page_settings import current_settings
+from ui.resources import inspect_live, map_overlay, registry_frame, registry_map
 from ui.widgets import error, index_gate
 
 SHOWN_ROWS = 500  # a search for "a" would otherwise ship 47k rows to the browser

@@ -9,13 +9,14 @@ import math
 import pandas as pd
 import streamlit as st
 
+from core.analysis.reader import ResultsReader
 from core.analysis import tables as analysis, router
 from core.data.toolbench import subset_order
 from core.analysis import paper
 from ui import figures, tables
 from ui.safe import md
-from ui.session import current_settings
-from ui.state import db_figure
+from ui.page_settings import current_settings
+from ui.resources import db_figure
 from ui.widgets import download_buttons, results_ready, safe_read
 
 settings = current_settings()
@@ -24,14 +25,14 @@ st.title("Results")
 if not results_ready(settings):
     st.stop()
 
-runs = safe_read(settings, "runs")
+runs = safe_read(settings, ResultsReader.runs)
 mains = runs[(runs["kind"] == "main") & (runs["status"] == "complete")] if isinstance(runs, pd.DataFrame) else None
 backends = sorted(mains["llm_backend"].unique().tolist()) if mains is not None and len(mains) else []
 left, right = st.columns([1, 3])
 backend = left.selectbox("Runs of backend", [None, *backends],
                          format_func=lambda b: "latest main study" if b is None else b,
                          help="Tables use the latest complete runs of one setup (registry, model, backend, prompts).")
-setup = safe_read(settings, "setup", backend=backend)
+setup = safe_read(settings, ResultsReader.setup, backend=backend)
 if not setup:
     st.info("No complete main study for this choice yet.")
     st.stop()
@@ -43,12 +44,12 @@ ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
 
 def main_tab() -> None:
     """The main comparison: table, paired tests, crossover chart beside the paper's."""
-    main = safe_read(settings, "main_table", gold=gold, backend=backend)
+    main = safe_read(settings, ResultsReader.main_table, gold=gold, backend=backend)
     if main is not None:
         st.dataframe(tables.main_table_styler(main), hide_index=True, width="stretch")
         st.caption("Mean ± std over runs; the better side in bold; p-values from the test named, over runs.")
         download_buttons(main, f"main_table_{gold}")
-        paired = safe_read(settings, "paired_tests", gold=gold, k=int(setup["k"]), backend=backend)
+        paired = safe_read(settings, ResultsReader.paired_tests, gold=gold, k=int(setup["k"]), backend=backend)
         if paired is not None:
             st.markdown("**Paired over queries** — meaningful even when runs do not vary (a deterministic backend)")
             st.dataframe(paired, hide_index=True, width="stretch")
@@ -67,7 +68,7 @@ def main_tab() -> None:
 
 def ksweep_tab() -> None:
     """Recall or precision against k, ours beside the paper's."""
-    sweep = safe_read(settings, "ksweep", gold=gold, backend=backend)
+    sweep = safe_read(settings, ResultsReader.ksweep, gold=gold, backend=backend)
     if sweep is not None:
         metric = st.radio("Metric", ["recall", "precision"], horizontal=True, key="res_k_metric")
         st.plotly_chart(db_figure(settings, ("ksweep", gold, backend, metric),
@@ -78,13 +79,13 @@ def ksweep_tab() -> None:
 
 def scaling_tab() -> None:
     """Recall and divergence against registry size."""
-    scale = safe_read(settings, "scaling", gold=gold, backend=backend)
+    scale = safe_read(settings, ResultsReader.scaling, gold=gold, backend=backend)
     if scale is not None:
         st.plotly_chart(db_figure(settings, ("scaling", gold, backend),
                                   lambda: figures.scaling(scale, paper.scaling_divergence_points(ref))), width="stretch")
         st.dataframe(scale, hide_index=True, width="stretch")
         download_buttons(scale, f"scaling_{gold}")
-        notes = safe_read(settings, "scaling_notes", backend=backend)
+        notes = safe_read(settings, ResultsReader.scaling_notes, backend=backend)
         if isinstance(notes, pd.DataFrame) and len(notes):
             st.caption("Sizes skipped:")
             st.dataframe(notes, hide_index=True)
@@ -93,7 +94,7 @@ def scaling_tab() -> None:
 def per_query_tab() -> None:
     """RtP vs PtR recall per query, and win counts beside the paper's."""
     k = int(setup["k"])
-    per_query = safe_read(settings, "per_query", None, gold=gold, k=k, backend=backend)
+    per_query = safe_read(settings, ResultsReader.per_query, None, gold=gold, k=k, backend=backend)
     if per_query is not None:
         subsets = subset_order(per_query["subset"])
         subset = st.selectbox("Subset", subsets, key="res_pq_subset") if subsets else None
@@ -102,7 +103,7 @@ def per_query_tab() -> None:
                                      lambda: figures.per_query_scatter(per_query[per_query["subset"] == subset])),
                            width="stretch")
         with side:
-            wins = safe_read(settings, "win_counts", gold=gold, backend=backend)
+            wins = safe_read(settings, ResultsReader.win_counts, gold=gold, backend=backend)
             if wins is not None:
                 st.markdown(f"**Wins per subset** (ours, gold = {gold})")
                 st.dataframe(wins, hide_index=True, width="stretch")
@@ -119,7 +120,7 @@ def beyond_tab() -> None:
     st.markdown("**Hybrid discovery.** PtR's stubs plus the raw query as one more search, merged by PtR's own rule "
                 "(each API keeps its best similarity). It needs no extra LLM call and keeps RtP's whole-query match "
                 "for requests that name one tool.")
-    hybrid = safe_read(settings, "hybrid_table", gold=gold, backend=backend)
+    hybrid = safe_read(settings, ResultsReader.hybrid_table, gold=gold, backend=backend)
     if isinstance(hybrid, pd.DataFrame):
         st.plotly_chart(db_figure(settings, ("hybrid", gold, backend), lambda: figures.hybrid_bars(hybrid, k)),
                         width="stretch")
@@ -130,10 +131,10 @@ def beyond_tab() -> None:
     st.markdown("**Adaptive router.** The paper proposed, but did not test, routing each query by RtP's own top-1 "
                 "cosine: a high score means an API reads like the whole query (RtP's strength), a low one suggests a "
                 "multi-step request (PtR's). Queries routed to RtP skip the discovery call.")
-    rtable = safe_read(settings, "router_table", gold=gold, k=k, backend=backend)
-    fit = safe_read(settings, "router_fit", gold=gold, k=k, backend=backend)
-    curve = safe_read(settings, "router_curve", gold=gold, k=k, backend=backend)
-    signal = safe_read(settings, "router_signal", gold=gold, k=k, backend=backend) or {}
+    rtable = safe_read(settings, ResultsReader.router_table, gold=gold, k=k, backend=backend)
+    fit = safe_read(settings, ResultsReader.router_fit, gold=gold, k=k, backend=backend)
+    curve = safe_read(settings, ResultsReader.router_curve, gold=gold, k=k, backend=backend)
+    signal = safe_read(settings, ResultsReader.router_signal, gold=gold, k=k, backend=backend) or {}
     if isinstance(rtable, pd.DataFrame) and isinstance(curve, pd.DataFrame) and fit:
         st.plotly_chart(db_figure(settings, ("router", gold, backend, k), lambda: figures.router_curve(
             curve, rtable, fit.get("threshold"))), width="stretch")
@@ -151,7 +152,7 @@ def beyond_tab() -> None:
 
 def cost_tab() -> None:
     """Tokens per query and what routing by subset would save."""
-    cost = safe_read(settings, "cost", backend=backend)
+    cost = safe_read(settings, ResultsReader.cost, backend=backend)
     if cost is not None:
         st.plotly_chart(db_figure(settings, ("cost", backend), lambda: figures.token_cost(cost)), width="stretch")
         reported = ref.get("cost", {})
@@ -160,7 +161,7 @@ def cost_tab() -> None:
                    f"and a PtR token overhead of {'–'.join(f'{v:.0%}' for v in reported.get('ptr_token_overhead', []))}.")
         st.dataframe(cost, hide_index=True, width="stretch")
         download_buttons(cost, "cost")
-        savings = safe_read(settings, "routing_savings", backend=backend)
+        savings = safe_read(settings, ResultsReader.routing_savings, backend=backend)
         if savings:
             st.markdown("**Routing by subset** (G1 → RtP, G2/G3 → PtR), the paper's estimate of what routing "
                         "saves; the *Beyond the paper* tab routes per query instead")
@@ -169,11 +170,11 @@ def cost_tab() -> None:
 
 def planner_tab() -> None:
     """Planner trajectory metrics and tool-selection divergence."""
-    trajectory = safe_read(settings, "trajectory", gold=gold, backend=backend)
+    trajectory = safe_read(settings, ResultsReader.trajectory, gold=gold, backend=backend)
     if trajectory is not None:
         st.dataframe(trajectory, hide_index=True, width="stretch")
         download_buttons(trajectory, f"trajectory_{gold}")
-    divergence = safe_read(settings, "divergence", backend=backend)
+    divergence = safe_read(settings, ResultsReader.divergence, backend=backend)
     if divergence is not None:
         st.markdown("**Divergence**: how often the two architectures retrieve different top-k sets")
         st.dataframe(divergence, hide_index=True, width="stretch")
@@ -191,7 +192,7 @@ def backends_tab() -> None:
     """Every backend's latest study side by side with the paper: leaderboard, crossover, planner, stubs."""
     from core.analysis.report import leaderboard_wide
 
-    ours = safe_read(settings, "leaderboard", gold=gold)
+    ours = safe_read(settings, ResultsReader.leaderboard, gold=gold)
     if not isinstance(ours, pd.DataFrame):
         return
     board = pd.concat([ours, paper.leaderboard_rows(ref)], ignore_index=True)
@@ -208,9 +209,10 @@ def backends_tab() -> None:
         st.markdown("**Is PtR's G2 gain the decomposition or the model?** PtR minus RtP recall on "
                     "G2_instruction, per system (same retrieval, different stub writers):")
         st.dataframe(gain, hide_index=True, width="stretch")
-    labels = {b: (safe_read(settings, "setup", backend=b) or {}).get("backend_label", b)
-              for b in safe_read(settings, "backends") or []}
-    for title, method, kwargs in (("Planner trajectory", "trajectory", {"gold": gold}), ("Stubs", "stub_stats", {})):
+    labels = {b: (safe_read(settings, ResultsReader.setup, backend=b) or {}).get("backend_label", b)
+              for b in safe_read(settings, ResultsReader.backends) or []}
+    for title, method, kwargs in (("Planner trajectory", ResultsReader.trajectory, {"gold": gold}),
+                                  ("Stubs", ResultsReader.stub_stats, {})):
         frames = [frame.assign(system=label) for b, label in labels.items()
                   if isinstance(frame := safe_read(settings, method, backend=b, **kwargs), pd.DataFrame)]
         if frames:

@@ -4,13 +4,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
 from core.analysis import paper
 from ui import figures, tables
-from ui.session import current_settings
-from ui.state import db_figure
+from ui.page_settings import current_settings
+from ui.resources import db_figure
 from ui.widgets import download_buttons, results_ready, safe_read
 
 settings = current_settings()
@@ -25,7 +26,7 @@ except DataNotFoundError:
     texts = {}
 
 st.subheader("Stub statistics per subset")
-stats = safe_read(settings, "stub_stats")
+stats = safe_read(settings, ResultsReader.stub_stats)
 if stats is not None:
     st.dataframe(stats, hide_index=True, width="stretch")
     download_buttons(stats, "stub_stats")
@@ -36,7 +37,7 @@ if stats is not None:
                + ", ".join(f"{g} {v}" for g, v in reported.get("top1_match_rate", {}).items()) + ".")
 
 st.subheader("Does a stub's top-1 cosine tell a right match from a wrong one?")
-cosines = safe_read(settings, "stub_cosines")
+cosines = safe_read(settings, ResultsReader.stub_cosines)
 if isinstance(cosines, pd.DataFrame):
     subsets = subset_order(cosines["subset"])
     subset = st.selectbox("Subset", subsets, key="stub_cos_subset") if subsets else None
@@ -49,7 +50,7 @@ if isinstance(cosines, pd.DataFrame):
     st.caption(f"Correct = the stub's top-1 API is gold ({gold}).")
     download_buttons(cosines, "stub_cosines")
 
-k = int((safe_read(settings, "setup") or {}).get("k", 5))
+k = int((safe_read(settings, ResultsReader.setup) or {}).get("k", 5))
 table_subsets = subset_order(stats["subset"]) if isinstance(stats, pd.DataFrame) else []
 subset_filter = st.selectbox("Subset for the tables below", [None, *table_subsets], format_func=lambda s: s or "all")
 
@@ -71,9 +72,9 @@ def show(df: object, name: str, empty: str) -> None:
 st.subheader("Brand names erased")
 st.caption("PtR recall 0 while RtP finds every relevant API: the request named a product, the stubs generalised it away "
            "(gold = relevant, ToolBench's 2–3 APIs per query).")
-show(safe_read(settings, "brand_name_losses", subset_filter), "brand_name_losses", "No such queries in this selection.")
+show(safe_read(settings, ResultsReader.brand_name_losses, subset_filter), "brand_name_losses", "No such queries in this selection.")
 
 st.subheader("Decomposition wins")
 st.caption(f"PtR recall above RtP's with two or more stubs: splitting the request found what the whole missed (gold = {gold}).")
-show(safe_read(settings, "decomposition_wins", subset_filter, gold=gold), "decomposition_wins",
+show(safe_read(settings, ResultsReader.decomposition_wins, subset_filter, gold=gold), "decomposition_wins",
      "No such queries in this selection.")

@@ -89,7 +89,7 @@ def app_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
 @pytest.fixture(scope="module")
 def index_ready(app_env: dict[str, str]) -> None:
     """The tiny index built once (real model, 11 documents) before page tests that need it."""
-    from ui.session import index_job
+    from ui.index_job import index_job
 
     job = index_job(Settings.from_env())
     assert job.wait(120) and job.ready, job.error

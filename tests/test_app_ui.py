@@ -14,7 +14,7 @@ from core.analysis import paper
 from ui import figures, tables
 from ui.projection import fit_pca, sample_rows
 from ui.safe import md, one_line, plot_text
-from ui.view import View, parse_qid, parse_view, stub_hits, total_latency_s, total_tokens, with_gold
+from ui.inspector_view import View, parse_qid, parse_view, stub_hits, total_latency_s, total_tokens, with_gold
 
 PAPER = paper.load_paper(PROJECT_ROOT / "data" / "paper_reference.json")
 H, FX, JK = ("Hotels", "search hotels"), ("Currency", "exchange rate"), ("Jokes", "random joke")
@@ -53,7 +53,7 @@ def test_plot_text_html_escapes_for_plotly() -> None:
     assert plot_text('<a href="javascript:x">hi</a>') == "&lt;a href=&quot;javascript:x&quot;&gt;hi&lt;/a&gt;"
 
 
-# ---------------------------------------------------------------- ui.view
+# ---------------------------------------------------------------- ui.inspector_view
 
 def test_view_round_trips_through_url_params() -> None:
     view = View("", ("G1_instruction", 577), 7, "offline")
@@ -270,7 +270,7 @@ def test_the_documented_registry_hint_is_the_shipped_index_or_a_measured_rate(tm
     import time
 
     from core.settings import Settings
-    from ui.session import IndexJob
+    from ui.index_job import IndexJob
     from ui.widgets import _documented_hint
 
     data = PROJECT_ROOT / "data" / "toolbench"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -19,9 +20,11 @@ from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
 from core.data.toolbench import Api, ApiKey
 from ui.safe import md
-from ui.session import IndexJob, index_job
-from ui.state import db_read
-from ui.view import ARCH_TITLES, stub_hits, total_latency_s, total_tokens
+from ui.index_job import IndexJob, index_job
+from ui.resources import results
+from ui.inspector_view import ARCH_TITLES, stub_hits, total_latency_s, total_tokens
+
+T = TypeVar("T")
 
 GOLD_BADGE = ":green-badge[gold]"
 INDEX_WAIT_S = 3.0  # a new job gets this long before a progress bar shows: a cached index loads in about that
@@ -46,7 +49,7 @@ def offline_banner(settings: Settings) -> None:
 def results_ready(settings: Settings) -> bool:
     """True when the results database has runs; otherwise explains how to make some."""
     try:
-        if db_read(settings, "available"):
+        if results(settings).available():
             return True
     except Exception as exc:  # noqa: BLE001 - a broken or foreign database must not show a traceback
         error(f"The results database could not be read: {exc}", settings)
@@ -57,12 +60,13 @@ def results_ready(settings: Settings) -> bool:
     return False
 
 
-def safe_read(settings: Settings, method: str, *args: object, **kwargs: object) -> object | None:
-    """A cached database read; on failure an error line and None, never a traceback."""
+def safe_read(settings: Settings, read: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+    """`read(reader, *args, **kwargs)` for a ResultsReader method such as ResultsReader.main_table, on the
+    shared reader; on failure an error line and None, never a traceback."""
     try:
-        return db_read(settings, method, *args, **kwargs)
+        return read(results(settings), *args, **kwargs)
     except Exception as exc:  # noqa: BLE001
-        error(f"Reading {method} from the results database failed: {exc}", settings)
+        error(f"Reading {read.__name__} from the results database failed: {exc}", settings)
         return None
 
 

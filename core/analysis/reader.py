@@ -63,11 +63,14 @@ their columns when nothing is stored.
 """
 from __future__ import annotations
 
+import copy
+import functools
+import inspect
 import json
 import math
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -146,6 +149,27 @@ def _stub_columns(stubs: Sequence[list | None]) -> dict[str, list]:
         out["stub_top1"].append([(s["top1"]["score"], s["top1"]["gold"], s["top1"]["gold_relevant"])
                                  for s in items if "top1" in s] if items is not None else None)
     return out
+
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def read_cached(method: Method) -> Method:
+    """A ResultsReader table computed once per set of complete runs (the cache is cleared when they
+    change), whatever mix of positional and keyword arguments asks for it; callers get a copy they may
+    modify. The pages call these methods directly: a renamed method fails where it is called."""
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def wrapper(self: ResultsReader, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        key = (method.__name__, *tuple(bound.arguments.values())[1:])
+        self._runs_frame()  # clears the cache when the complete runs changed
+        value = self._cached(key, lambda: method(self, *args, **kwargs))
+        return value.copy() if isinstance(value, pd.DataFrame) else copy.deepcopy(value)
+
+    return wrapper  # type: ignore[return-value]
 
 
 class ResultsReader:
@@ -330,17 +354,11 @@ class ResultsReader:
     def _main(self, backend: str | None, columns: Sequence[str]) -> pd.DataFrame:
         return self._rows(self._selected("main", backend), columns)
 
-    def _memo(self, key: tuple, compute) -> Any:
-        """A table computed once per set of complete runs; callers get a copy they may modify."""
-        self._runs_frame()  # clears the cache when the complete runs changed
-        hit = self._cached(key, compute)
-        return hit.copy() if isinstance(hit, pd.DataFrame) else dict(hit)
-
     # ------------------------------------------------------------ tables
 
+    @read_cached
     def main_table(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
-        return self._memo(("main_table", gold, backend),
-                          lambda: analysis.main_table(self._per_run(self._selected("main", backend)), gold))
+        return analysis.main_table(self._per_run(self._selected("main", backend)), gold)
 
     def _runs_at_k(self, k: int, backend: str | None) -> pd.DataFrame:
         if k == self._main_k(backend):
@@ -348,9 +366,10 @@ class ResultsReader:
         sweep = self._selected("ksweep", backend)
         return sweep[sweep["k"] == k]
 
+    @read_cached
     def per_query(self, subset: str | None = None, gold: str = "api_list", k: int = 5,
                   backend: str | None = None) -> pd.DataFrame:
-        return self._memo(("per_query", subset, gold, k, backend), lambda: self._per_query(subset, gold, k, backend))
+        return self._per_query(subset, gold, k, backend)
 
     def _per_query(self, subset: str | None, gold: str, k: int, backend: str | None) -> pd.DataFrame:
         runs = self._runs_at_k(k, backend)
@@ -371,10 +390,12 @@ class ResultsReader:
         pq["stub_fallback"] = ptr0["stub_fallback"].reindex(idx).tolist()
         return pq[PER_QUERY_COLUMNS].reset_index(drop=True)
 
+    @read_cached
     def paired_tests(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> pd.DataFrame:
         """Paired per-query tests of RtP vs PtR per subset (see analysis.paired_tests)."""
         return analysis.paired_tests(self.per_query(None, gold, k, backend))
 
+    @read_cached
     def query_detail(self, subset: str, query_id: int, k: int = 5, backend: str | None = None) -> dict | None:
         if k == self._main_k(backend):  # the main runs, and the hybrid's when it ran on them
             runs = pd.concat([self._selected("main", backend), self._selected("hybrid", backend)])
@@ -413,6 +434,7 @@ class ResultsReader:
             "started_at": _iso(runs["started_at"].min()), "finished_at": _iso(runs["finished_at"].max())}
         return out
 
+    @read_cached
     def hybrid_table(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
         """Hybrid discovery (beyond the paper) beside RtP and PtR at the main k, per subset and overall."""
         def compute() -> pd.DataFrame:
@@ -421,14 +443,16 @@ class ResultsReader:
                 return pd.DataFrame(columns=analysis.HYBRID_COLUMNS)
             return analysis.hybrid_table(self.per_query(None, gold, k, backend),
                                          self._rows(runs, ("subset", "query_id", *GOLD_SCORES)), gold)
-        return self._memo(("hybrid_table", gold, backend), compute)
+        return compute()
 
+    @read_cached
     def backends(self) -> list[str]:
         """Backends with a complete main study, in name order: each has its own latest setup."""
         runs = self._runs_frame()
         mains = runs[(runs["status"] == "complete") & (runs["kind"] == "main")]
         return sorted(mains["llm_backend"].unique().tolist())
 
+    @read_cached
     def leaderboard(self, gold: str = "api_list") -> pd.DataFrame:
         """analysis.LEADERBOARD_COLUMNS for every backend's latest study: system (its backend label), arch
         (rtp, ptr, hybrid), subset, recall and precision at the main k, n queries. The paper's rows are
@@ -439,14 +463,15 @@ class ResultsReader:
                      for b in self.backends()]
             return (pd.concat(parts, ignore_index=True) if parts
                     else pd.DataFrame(columns=analysis.LEADERBOARD_COLUMNS))
-        return self._memo(("leaderboard", gold), compute)
+        return compute()
 
+    @read_cached
     def ksweep(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
-        return self._memo(("ksweep", gold, backend), lambda: analysis.ksweep_table(
-            self._per_run(self._selected("ksweep", backend)), gold))
+        return analysis.ksweep_table(self._per_run(self._selected("ksweep", backend)), gold)
 
+    @read_cached
     def scaling(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
-        return self._memo(("scaling", gold, backend), lambda: self._scaling(gold, backend))
+        return self._scaling(gold, backend)
 
     def _scaling(self, gold: str, backend: str | None) -> pd.DataFrame:
         runs = self._selected("scaling", backend)
@@ -456,6 +481,7 @@ class ResultsReader:
         table["gold_share"] = [(gold_apis.get((s, z)) or math.nan) / z for s, z in zip(table["subset"], table["size"])]
         return table
 
+    @read_cached
     def scaling_notes(self, backend: str | None = None) -> pd.DataFrame:
         runs = self._runs_frame()
         anchor = self._selected("main", backend)
@@ -466,62 +492,69 @@ class ResultsReader:
         out = skipped.rename(columns={"sub_size": "size"})[["subset", "size", "note"]].astype({"size": int})
         return out.drop_duplicates().reset_index(drop=True)
 
+    @read_cached
     def stub_stats(self, backend: str | None = None) -> pd.DataFrame:
-        return self._memo(("stub_stats", backend), lambda: analysis.stub_stats(self._main(backend, STUB_SOURCE)))
+        return analysis.stub_stats(self._main(backend, STUB_SOURCE))
 
+    @read_cached
     def stub_cosines(self, backend: str | None = None) -> pd.DataFrame:
-        return self._memo(("stub_cosines", backend),
-                          lambda: analysis.stub_cosines(self._main(backend, STUB_SOURCE)))
+        return analysis.stub_cosines(self._main(backend, STUB_SOURCE))
 
+    @read_cached
     def brand_name_losses(self, subset: str | None = None, backend: str | None = None) -> pd.DataFrame:
         k = self._main_k(backend) or 5
         return analysis.brand_name_losses(self.per_query(subset, "relevant", k, backend)).reset_index(drop=True)
 
+    @read_cached
     def decomposition_wins(self, subset: str | None = None, gold: str = "api_list",
                            backend: str | None = None) -> pd.DataFrame:
         k = self._main_k(backend) or 5
         pq = self.per_query(subset, gold, k, backend)
         return analysis.decomposition_wins(pq, pq["n_stubs"]).reset_index(drop=True)
 
+    @read_cached
     def trajectory(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
         runs = self._selected("main", backend)
-        return self._memo(("trajectory", gold, backend), lambda: analysis.trajectory(
-            self._per_run(runs, gold), analysis.planner_jaccard(self._rows(runs, JACCARD_SOURCE))))
+        return analysis.trajectory(self._per_run(runs, gold), analysis.planner_jaccard(self._rows(runs, JACCARD_SOURCE)))
 
+    @read_cached
     def cost(self, backend: str | None = None) -> pd.DataFrame:
-        return self._memo(("cost", backend), lambda: analysis.cost(self._main(backend, COST_SOURCE)))
+        return analysis.cost(self._main(backend, COST_SOURCE))
 
+    @read_cached
     def routing_savings(self, backend: str | None = None) -> dict:
         return analysis.routing_savings(self.cost(backend))
 
+    @read_cached
     def divergence(self, backend: str | None = None) -> pd.DataFrame:
-        return self._memo(("divergence", backend),
-                          lambda: analysis.divergence(self._per_run(self._selected("main", backend))))
+        return analysis.divergence(self._per_run(self._selected("main", backend)))
 
+    @read_cached
     def win_counts(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
         k = self._main_k(backend) or 5
-        return self._memo(("win_counts", gold, backend),
-                          lambda: analysis.win_counts(self.per_query(None, gold, k, backend)))
+        return analysis.win_counts(self.per_query(None, gold, k, backend))
 
     # ------------------------------------------------------------ the adaptive router (beyond the paper)
 
+    @read_cached
     def _router_cv(self, gold: str, k: int, backend: str | None) -> pd.DataFrame:
-        return self._memo(("router_cv", gold, k, backend), lambda: router.cross_validate(
-            self.per_query(None, gold, k, backend)))
+        return router.cross_validate(self.per_query(None, gold, k, backend))
 
+    @read_cached
     def router_table(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> pd.DataFrame:
         """RtP, PtR, the cross-validated top-1-cosine router and the oracle, per subset and overall."""
-        return self._memo(("router_table", gold, k, backend), lambda: router.router_table(
-            self._router_cv(gold, k, backend)))
+        return router.router_table(self._router_cv(gold, k, backend))
 
+    @read_cached
     def router_curve(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> pd.DataFrame:
         """Routed recall (all queries) against the threshold; in-sample, for the chart."""
         def compute() -> pd.DataFrame:
             pq = self.per_query(None, gold, k, backend).dropna(subset=["rtp_top1"])
             return router.threshold_curve(pq) if len(pq) else pd.DataFrame(columns=["threshold", "recall",
                                                                                    "share_to_ptr"])
-        return self._memo(("router_curve", gold, k, backend), compute)
+        return compute()
 
+    @read_cached
     def router_fit(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> dict:
         """The threshold fitted on every stored query (what the Inspector applies) and the per-fold
         thresholds behind the cross-validated figures. No scipy: the Inspector reads this on first load."""
@@ -534,17 +567,18 @@ class ResultsReader:
             return {"threshold": fit.threshold, "in_sample_recall": fit.recall, "share_to_ptr": fit.share_to_ptr,
                     "n": len(pq), "folds": router.FOLDS,
                     "fold_thresholds": sorted(set(cv["threshold"].round(6).tolist()))}
-        return self._memo(("router_fit", gold, k, backend), compute)
+        return compute()
 
+    @read_cached
     def router_signal(self, gold: str = "api_list", k: int = 5, backend: str | None = None) -> dict:
         """How much RtP's top-1 cosine says about which side wins (router.top1_signal)."""
-        return self._memo(("router_signal", gold, k, backend),
-                          lambda: router.top1_signal(self.per_query(None, gold, k, backend)))
+        return router.top1_signal(self.per_query(None, gold, k, backend))
 
+    @read_cached
     def search_width(self, backend: str | None = None) -> pd.DataFrame:
-        return self._memo(("search_width", backend),
-                          lambda: analysis.search_width(self._main(backend, ("subset", "query_id", "k", "search_width"))))
+        return analysis.search_width(self._main(backend, ("subset", "query_id", "k", "search_width")))
 
+    @read_cached
     def setup(self, backend: str | None = None) -> dict[str, Any] | None:
         """Provenance of the selected main study (what every table of this reader describes)."""
         main = self._selected("main", backend)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -18,6 +19,7 @@ from core.analysis.tables import HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION
 from core.analysis.reader import ResultsReader
 from core.analysis.router import ROUTER_NOTE
 from core.data.toolbench import subset_order
+from core.study.catalog import STUDIES
 
 GOLD_NOTES = {
     "api_list": "gold = api_list (the APIs each query was generated from, ~5-7 per query; closest to the paper's)",
@@ -89,50 +91,67 @@ def backends_section(reader: ResultsReader, gold: str, paper: dict[str, Any]) ->
                     "Gemini): the retrieval half is the same code and index for all."}
 
 
+Section = Callable[[ResultsReader, str, "str | None", dict[str, Any]], dict[str, Any]]
+
+# One builder per report section; core.study.catalog says which study's runs feed each one.
+SECTIONS: dict[str, Section] = {
+    "main": lambda reader, gold, backend, paper: {
+        "title": "Main comparison (k=5): mean ± std over runs",
+        "ours": records(reader.main_table(gold, backend)), "paper": paper_figures.main_rows(paper),
+        "note": "p: one-sample t of PtR run means vs deterministic RtP (recall, precision), two-sample t "
+                "over run means (pass-rate proxy); n/a when runs do not vary. Paper pass rate is "
+                "ToolBench's LLM-judged one; ours is the " + PASS_RATE_DEFINITION},
+    "paired": lambda reader, gold, backend, paper: {
+        "title": "Paired per-query tests (RtP vs PtR)", "ours": records(reader.paired_tests(gold, backend=backend)),
+        "paper": None, "note": PAIRED_TESTS + "; the paper reports run-level tests only."},
+    "wins": lambda reader, gold, backend, paper: {
+        "title": "Per-query outcomes (recall, means over runs)",
+        "ours": records(reader.win_counts(gold, backend)), "paper": paper.get("per_query_wins_k5")},
+    "ksweep": lambda reader, gold, backend, paper: {
+        "title": "k sweep", "ours": records(reader.ksweep(gold, backend)), "paper": paper.get("k_ablation")},
+    "scaling": lambda reader, gold, backend, paper: {
+        "title": "Registry scaling: recall over seeds, divergence of top-k sets",
+        "ours": records(reader.scaling(gold, backend)), "notes": records(reader.scaling_notes(backend)),
+        "paper": paper.get("scaling"),
+        "note": "every sub-registry holds all gold APIs of the subset (both definitions); gold_share "
+                "is their share of it, so small sizes with a high gold_share inflate recall"},
+    "divergence": lambda reader, gold, backend, paper: {
+        "title": "Tool-selection divergence (PtR vs RtP top-k sets, full registry)",
+        "ours": records(reader.divergence(backend)), "paper": paper.get("divergence_full_registry")},
+    "trajectory": lambda reader, gold, backend, paper: {
+        "title": "Planner trajectory", "ours": records(reader.trajectory(gold, backend)),
+        "paper": paper.get("trajectory")},
+    "stubs": lambda reader, gold, backend, paper: {
+        "title": "Stubs", "ours": records(reader.stub_stats(backend)), "paper": paper.get("stubs")},
+    "search_width": lambda reader, gold, backend, paper: {
+        "title": "Effective search width (APIs scored before the cut to k)",
+        "ours": records(reader.search_width(backend)), "paper": None},
+    "hybrid": lambda reader, gold, backend, paper: {
+        "title": "Hybrid discovery: PtR's stubs + the raw query (beyond the paper)",
+        "ours": records(reader.hybrid_table(gold, backend)), "paper": None, "note": HYBRID_NOTE},
+    "router": lambda reader, gold, backend, paper: {
+        "title": "Adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated recall)",
+        "ours": records(reader.router_table(gold, backend=backend)),
+        "fit": _clean({**reader.router_fit(gold, backend=backend), **reader.router_signal(gold, backend=backend)}),
+        "paper": None, "note": ROUTER_NOTE},
+    "backends": lambda reader, gold, backend, paper: backends_section(reader, gold, paper),
+    "cost": lambda reader, gold, backend, paper: {
+        "title": "Tokens per query", "ours": records(reader.cost(backend)),
+        "routing": _clean(reader.routing_savings(backend)), "paper": paper.get("cost"),
+        "note": "tokens as reported when each answer was produced (cache replays keep the original "
+                "usage); the offline heuristic uses none"},
+}
+
+
 def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | None = None,
                  paper: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Every section of the study for the latest complete runs; `paper` defaults to data/paper_reference.json."""
+    """Every section of every declared study for the latest complete runs, study by study in the catalog's
+    order; `paper` defaults to data/paper_reference.json."""
     if gold not in GOLD_NOTES:
         raise ValueError(f"gold must be one of {', '.join(GOLD_NOTES)}")
     paper = paper_figures.load_paper() if paper is None else paper
     setup = reader.setup(backend)
-    sections: dict[str, dict[str, Any]] = {
-        "main": {"title": "Main comparison (k=5): mean ± std over runs",
-                 "ours": records(reader.main_table(gold, backend)), "paper": paper_figures.main_rows(paper),
-                 "note": "p: one-sample t of PtR run means vs deterministic RtP (recall, precision), two-sample t "
-                         "over run means (pass-rate proxy); n/a when runs do not vary. Paper pass rate is "
-                         "ToolBench's LLM-judged one; ours is the " + PASS_RATE_DEFINITION},
-        "paired": {"title": "Paired per-query tests (RtP vs PtR)", "ours": records(reader.paired_tests(gold,
-                                                                                                  backend=backend)),
-                   "paper": None, "note": PAIRED_TESTS + "; the paper reports run-level tests only."},
-        "wins": {"title": "Per-query outcomes (recall, means over runs)",
-                 "ours": records(reader.win_counts(gold, backend)), "paper": paper.get("per_query_wins_k5")},
-        "ksweep": {"title": "k sweep", "ours": records(reader.ksweep(gold, backend)), "paper": paper.get("k_ablation")},
-        "scaling": {"title": "Registry scaling: recall over seeds, divergence of top-k sets",
-                    "ours": records(reader.scaling(gold, backend)), "notes": records(reader.scaling_notes(backend)),
-                    "paper": paper.get("scaling"),
-                    "note": "every sub-registry holds all gold APIs of the subset (both definitions); gold_share "
-                            "is their share of it, so small sizes with a high gold_share inflate recall"},
-        "divergence": {"title": "Tool-selection divergence (PtR vs RtP top-k sets, full registry)",
-                       "ours": records(reader.divergence(backend)), "paper": paper.get("divergence_full_registry")},
-        "trajectory": {"title": "Planner trajectory", "ours": records(reader.trajectory(gold, backend)),
-                       "paper": paper.get("trajectory")},
-        "stubs": {"title": "Stubs", "ours": records(reader.stub_stats(backend)), "paper": paper.get("stubs")},
-        "search_width": {"title": "Effective search width (APIs scored before the cut to k)",
-                         "ours": records(reader.search_width(backend)), "paper": None},
-        "hybrid": {"title": "Hybrid discovery: PtR's stubs + the raw query (beyond the paper)",
-                   "ours": records(reader.hybrid_table(gold, backend)), "paper": None, "note": HYBRID_NOTE},
-        "router": {"title": "Adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated recall)",
-                   "ours": records(reader.router_table(gold, backend=backend)),
-                   "fit": _clean({**reader.router_fit(gold, backend=backend),
-                                  **reader.router_signal(gold, backend=backend)}), "paper": None,
-                   "note": ROUTER_NOTE},
-        "backends": backends_section(reader, gold, paper),
-        "cost": {"title": "Tokens per query", "ours": records(reader.cost(backend)),
-                 "routing": _clean(reader.routing_savings(backend)), "paper": paper.get("cost"),
-                 "note": "tokens as reported when each answer was produced (cache replays keep the original "
-                         "usage); the offline heuristic uses none"},
-    }
+    sections = {name: SECTIONS[name](reader, gold, backend, paper) for study in STUDIES for name in study.sections}
     return {"gold": gold, "gold_note": GOLD_NOTES[gold], "pass_rate_note": PASS_RATE_DEFINITION,
             "setup": _clean(setup), "status": _clean(reader.status()), "paper_setup": paper.get("setup"),
             "sections": sections}
@@ -180,9 +199,9 @@ def render_text(report: dict[str, Any]) -> str:
               "  paper (Gemini 2.5 Flash, gte-base):",
               _table(main["paper"], ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean", "ptr_std", "p_value"]),
               f"  {main['note']}", ""]
-    for name in ("paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid",
-                 "router", "cost"):
-        section = sections[name]
+    for name, section in sections.items():  # the main table above, the backends side by side below
+        if name in ("main", "backends"):
+            continue
         lines += [f"== {section['title']}", _table(section["ours"])]
         if section.get("notes"):
             lines += ["  skipped: " + "; ".join(f"{n['subset']} size {n['size']}: {n['note']}" for n in section["notes"])]

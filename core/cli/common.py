@@ -22,16 +22,6 @@ class UsageError(ValueError):
     """Bad arguments that argparse cannot see (e.g. an unknown subset); exit 2."""
 
 
-def parse_ks(text: str) -> list[int]:
-    try:
-        ks = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--k takes integers like 5 or 1,3,5,10,20, not {text!r}") from None
-    if not ks or ks[0] < 1:
-        raise argparse.ArgumentTypeError("--k values must be positive integers")
-    return ks
-
-
 def add_common(parser: argparse.ArgumentParser, backend: bool = False) -> None:
     parser.add_argument("--registry", choices=REGISTRIES, help="registry: full (~47k, default) or documented (4,940)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")

@@ -12,11 +12,12 @@ import time
 from collections.abc import Sequence
 
 from core.cli.bench import register as register_bench
-from core.cli.common import Handler, UsageError, add_common, notice, parse_ks, retriever_for, settings_for
+from core.cli.common import Handler, UsageError, add_common, notice, retriever_for, settings_for
 from core.data.toolbench import SUBSETS
 from core.progress import progress_callback
 from core.retrieval.discovery import QueryError, clean_query
 from core.settings import DataNotFoundError, Settings, redact
+from core.study.catalog import parse_ks
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:

@@ -8,6 +8,7 @@ from core.data.toolbench import Query
 from core.retrieval.batch import hybrid_batch, rtp_batch
 from core.retrieval.discovery import Retriever
 from core.retrieval.memo import memoised
+from core.study.catalog import BenchContext
 from core.study.rows import base_row, overlap_fields
 from core.study.runner import insert_run, open_run
 from core.study.sources import main_study_subsets, stored_stubs
@@ -41,3 +42,9 @@ def run_hybrid(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
             touched.append(run_id)
     return touched
 
+
+def bench(context: BenchContext) -> list[int]:
+    """The catalog's entry: the hybrid on the latest main study of the configured backend."""
+    return run_hybrid(context.store, context.retriever, context.queries, resume=context.resume,
+                      progress=context.progress, llm_backend=context.settings.llm_backend, commit=context.commit,
+                      config=context.config)

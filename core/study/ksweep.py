@@ -8,12 +8,11 @@ from core.data.toolbench import Query
 from core.retrieval.batch import ptr_batch, rtp_batch, truncate
 from core.retrieval.discovery import Retriever
 from core.retrieval.memo import memoised
+from core.study.catalog import KSWEEP_KS, BenchContext
 from core.study.rows import base_row, overlap_fields, stubs_json
 from core.study.runner import insert_run, open_run
 from core.study.sources import main_study_subsets, stored_stubs
 from core.study.store import Store
-
-KSWEEP_KS = (1, 3, 5, 10, 20)
 
 
 def run_ksweep(store: Store, retriever: Retriever, queries: Sequence[Query], *, ks: Sequence[int] = KSWEEP_KS,
@@ -63,3 +62,9 @@ def run_ksweep(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
                 touched.append(run_id)
     return touched
 
+
+def bench(context: BenchContext, *, ks: Sequence[int] = KSWEEP_KS) -> list[int]:
+    """The catalog's entry: the sweep on the latest main study of the configured backend."""
+    return run_ksweep(context.store, context.retriever, context.queries, ks=ks, resume=context.resume,
+                      progress=context.progress, llm_backend=context.settings.llm_backend, commit=context.commit,
+                      config=context.config)

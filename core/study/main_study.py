@@ -12,18 +12,17 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.agents.factory import Agents, AgentsFactory
+from core.agents.factory import Agents, AgentsFactory, agents_factory
 from core.data.toolbench import Query
 from core.retrieval.batch import ptr_batch, rtp_batch
 from core.retrieval.discovery import Discovery, Retriever
 from core.retrieval.memo import memoised
 from core.study.rows import base_row, by_subset, overlap_fields, plan_fields, stub_fields
 from core.study.runner import Job, execute, open_run
+from core.study.catalog import DEFAULT_RUNS, MAIN_K, BenchContext
 from core.study.setup import Setup
 from core.study.store import Store
 
-MAIN_K = 5
-DEFAULT_RUNS = 4
 
 
 def run_main(store: Store, retriever: Retriever, agents_for: AgentsFactory, queries: Sequence[Query], *,
@@ -88,3 +87,10 @@ def _ptr_finish(agents: Agents, retriever: Retriever,
 
     return finish
 
+
+def bench(context: BenchContext, *, k: int = MAIN_K, runs: int = DEFAULT_RUNS, concurrency: int = 8) -> list[int]:
+    """The catalog's entry: the configured backend's agents, a fresh run per (subset, arch, run index)."""
+    factory = agents_factory(context.settings, context.retriever, use_cache=context.use_cache)
+    return run_main(context.store, context.retriever, factory, context.queries, runs=runs, k=k,
+                    concurrency=concurrency, resume=context.resume, progress=context.progress,
+                    commit=context.commit, config={**context.config, "concurrency": concurrency})

@@ -14,15 +14,12 @@ from core.progress import progress_bar
 from core.retrieval.batch import ptr_batch, rtp_batch
 from core.retrieval.discovery import Retriever, Stub
 from core.retrieval.memo import memoised
-from core.study.main_study import MAIN_K
+from core.study.catalog import MAIN_K, SCALING_SEEDS, SCALING_SIZES, BenchContext
 from core.study.rows import base_row, by_subset, overlap_fields
 from core.study.runner import insert_run, open_run
 from core.study.setup import Setup
 from core.study.sources import Sources, main_sources, stored_stubs
 from core.study.store import Store
-
-SCALING_SIZES: tuple[int | None, ...] = (1000, 2000, 5000, 10000, 20000, None)  # None: the whole registry
-SCALING_SEEDS = 5
 
 
 def subset_gold_rows(retriever: Retriever, queries: Sequence[Query]) -> list[int]:
@@ -94,3 +91,11 @@ def run_scaling(store: Store, retriever: Retriever, queries: Sequence[Query], *,
                 insert_run(store, run_id, rows)
                 touched.append(run_id)
     return touched
+
+
+def bench(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int | None] = SCALING_SIZES,
+          seeds: int = SCALING_SEEDS) -> list[int]:
+    """The catalog's entry: sub-registries of the configured registry, stubs of the configured backend's main run 0."""
+    return run_scaling(context.store, context.retriever, context.queries, sizes=sizes, seeds=seeds, k=k,
+                       resume=context.resume, progress=context.progress, llm_backend=context.settings.llm_backend,
+                       commit=context.commit, config=context.config)

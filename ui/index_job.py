@@ -1,4 +1,4 @@
-"""This session's settings and the background index build.
+"""The background index build, one per (model, registry, data) and server.
 
 The index is built in a background thread so that no page blocks on it: embedding the full
 registry takes minutes the first time, while the results pages need no index at all.
@@ -14,18 +14,6 @@ import streamlit as st
 from core.retrieval.discovery import Retriever
 from core.retrieval.assemble import IndexInfo, build_retriever
 from core.settings import Settings
-
-
-def base_settings() -> Settings:
-    """Settings from the environment and secrets; raises ValueError for a bad setting (app.py shows it)."""
-    return Settings.from_env()
-
-
-def current_settings() -> Settings:
-    """The environment's settings with the sidebar's registry choice applied."""
-    settings = base_settings()
-    registry = st.session_state.get("registry", settings.registry)
-    return settings if registry == settings.registry else settings.with_(registry=registry)
 
 
 @dataclass

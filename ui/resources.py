@@ -1,8 +1,8 @@
 """Resources the pages share: backends, cached database reads and figures, live inspections, the map.
 
-Database reads go through st.cache_data keyed on the database file's modification time, so a
-benchmark that writes new rows shows up on the next page load without a restart. Settings and
-the index build live in ui.session.
+Database reads call the shared ResultsReader's methods, which cache per set of complete runs;
+charts of them are cached on the database file's modification time. The page settings live in
+ui.page_settings and the index build in ui.index_job.
 """
 from __future__ import annotations
 
@@ -38,8 +38,15 @@ def with_backend(settings: Settings, backend: str) -> Settings:
 
 
 @st.cache_resource(show_spinner=False)
-def reader(url: str) -> ResultsReader:
+def _reader(url: str) -> ResultsReader:
     return ResultsReader(url)
+
+
+def results(settings: Settings) -> ResultsReader:
+    """The results database's reader, one per server: pages call its table methods directly. Each is
+    cached per set of complete runs and hands back a copy, so a benchmark that finishes a run shows up
+    on the next page load without a restart."""
+    return _reader(settings.results_url)
 
 
 def db_version(url: str) -> float:
@@ -49,17 +56,6 @@ def db_version(url: str) -> float:
         return 0.0
     stamps = [p.stat().st_mtime for p in (path, path.with_name(path.name + "-wal")) if p.exists()]
     return max(stamps, default=0.0)
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def _read(url: str, version: float, method: str, args: tuple, kwargs: tuple) -> Any:
-    return getattr(reader(url), method)(*args, **dict(kwargs))
-
-
-def db_read(settings: Settings, method: str, *args: Any, **kwargs: Any) -> Any:
-    """A cached ResultsReader call, e.g. db_read(s, "main_table", gold="api_list")."""
-    url = settings.results_url
-    return _read(url, db_version(url), method, args, tuple(sorted(kwargs.items())))
 
 
 class _Uncached(Exception):
@@ -84,7 +80,7 @@ def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, ar
     """inspect_query, cached per (text, k, index, backend) so reruns of the page are instant.
 
     QueryError (empty or oversized text) propagates for the page to show; gold marks are applied
-    by the caller (ui.view.with_gold), so the gold choice is not part of the cache key.
+    by the caller (ui.inspector_view.with_gold), so the gold choice is not part of the cache key.
     """
     index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
     try:

@@ -1,0 +1,147 @@
+"""The studies, each declared once: name, parameters with defaults, runner, and the report sections it feeds.
+
+`python -m core bench` builds one subcommand per study (and `all`, in this order) from these declarations,
+`report` builds its sections study by study, and the Results page lists them. A new study is one
+more entry here plus its own module, whose `bench(context, **params)` writes its runs. Runners are
+named "module:function" and imported on first use, so `--help` and the pages stay fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from core.data.toolbench import SUBSETS
+
+if TYPE_CHECKING:
+    from core.data.toolbench import Query
+    from core.retrieval.discovery import Retriever
+    from core.settings import Settings
+    from core.study.store import Store
+
+MAIN_K = 5
+DEFAULT_RUNS = 4
+KSWEEP_KS = (1, 3, 5, 10, 20)
+SCALING_SIZES: tuple[int | None, ...] = (1000, 2000, 5000, 10000, 20000, None)  # None: the whole registry
+SCALING_SEEDS = 5
+
+
+# ---------------------------------------------------------------- parameter parsers (argparse types)
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected a positive integer")
+    return value
+
+
+def parse_ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--k takes integers like 5 or 1,3,5,10,20, not {text!r}") from None
+    if not ks or ks[0] < 1:
+        raise argparse.ArgumentTypeError("--k values must be positive integers")
+    return ks
+
+
+def parse_subsets(text: str) -> list[str]:
+    if text.strip().lower() == "all":
+        return list(SUBSETS)
+    chosen = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in SUBSETS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"--subsets takes 'all' or a comma list of {', '.join(SUBSETS)}; "
+                                         f"unknown: {', '.join(unknown) or '(none given)'}")
+    return list(dict.fromkeys(chosen))
+
+
+def parse_sizes(text: str) -> list[int | None]:
+    out: list[int | None] = []
+    for part in (p.strip().lower() for p in text.split(",") if p.strip()):
+        if part == "full":
+            out.append(None)
+            continue
+        try:
+            value = int(part.replace("k", "000"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--sizes takes integers or 'full', like 1000,5k,full; not {part!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError("--sizes must be positive")
+        out.append(value)
+    if not out:
+        raise argparse.ArgumentTypeError("--sizes needs at least one size")
+    return out
+
+
+def _sizes_text(sizes: Sequence[int | None]) -> str:
+    return ",".join("full" if s is None else str(s) for s in sizes)
+
+
+# ---------------------------------------------------------------- declarations
+
+@dataclass(frozen=True)
+class Param:
+    """One study parameter, as the bench flag `--name`."""
+
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+
+
+@dataclass(frozen=True)
+class BenchContext:
+    """What every study's runner gets from `bench`: where to write, what to run on, and the run's provenance."""
+
+    store: Store
+    retriever: Retriever
+    queries: Sequence[Query]
+    settings: Settings
+    commit: str
+    config: dict[str, Any] = field(default_factory=dict)
+    resume: bool = False
+    progress: bool = False
+    use_cache: bool = True
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    help: str
+    params: tuple[Param, ...]
+    runner: str  # "module:function", called as function(context, **params) -> run ids written
+    sections: tuple[str, ...]  # the report sections (and reader tables) its runs feed
+    calls_llm: bool  # False: it reuses the main study's stored stubs and makes no LLM call
+    beyond_paper: bool = False
+
+    def run(self, context: BenchContext, **params: Any) -> list[int]:
+        module, _, function = self.runner.partition(":")
+        return getattr(importlib.import_module(module), function)(context, **params)
+
+
+K = Param("k", positive, MAIN_K, f"APIs retrieved (default {MAIN_K})")
+STUDIES: tuple[Study, ...] = (
+    Study("main", "RtP vs PtR, R runs, planner included",
+          (K, Param("runs", positive, DEFAULT_RUNS, f"runs per architecture (default {DEFAULT_RUNS})"),
+           Param("concurrency", positive, 8, "LLM calls in flight (default 8)")),
+          "core.study.main_study:bench",
+          ("main", "paired", "wins", "divergence", "trajectory", "stubs", "search_width", "router", "backends", "cost"),
+          calls_llm=True),
+    Study("ksweep", "recall/precision at k=1,3,5,10,20",
+          (Param("ks", parse_ks, list(KSWEEP_KS), f"k values of the sweep (default {','.join(map(str, KSWEEP_KS))})"),),
+          "core.study.ksweep:bench", ("ksweep",), calls_llm=False),
+    Study("hybrid", "stored PtR stubs plus the raw query, merged by best similarity (beyond the paper)", (),
+          "core.study.hybrid:bench", ("hybrid",), calls_llm=False, beyond_paper=True),
+    Study("scaling", "registry sizes 1k..full x seeds",
+          (K, Param("sizes", parse_sizes, list(SCALING_SIZES), f"sub-registry sizes (default {_sizes_text(SCALING_SIZES)})"),
+           Param("seeds", positive, SCALING_SEEDS,
+                 f"sampling seeds per size (default {SCALING_SEEDS}; the full registry runs once)")),
+          "core.study.scaling:bench", ("scaling",), calls_llm=False),
+)
+STUDIES_BY_NAME = {s.name: s for s in STUDIES}
