@@ -12,6 +12,7 @@ import streamlit as st
 from core.analysis.reader import ResultsReader
 from core.analysis import tables as analysis, router
 from core.data.toolbench import subset_order
+from core.study import catalog
 from core.analysis import paper
 from ui import figures, tables
 from ui.safe import md
@@ -182,10 +183,26 @@ def planner_tab() -> None:
 
 
 def runs_tab() -> None:
-    """Every stored run with its provenance."""
+    """The declared studies with their stored runs, then every stored run with its provenance."""
     if isinstance(runs, pd.DataFrame):
+        complete = runs[runs["status"] == "complete"]["kind"].value_counts()
+        st.dataframe(pd.DataFrame([{"study": s.name, "what": s.help, "LLM calls": s.calls_llm,
+                                    "beyond the paper": s.beyond_paper, "feeds": ", ".join(s.sections),
+                                    "complete runs": int(complete.get(s.name, 0))} for s in catalog.STUDIES]),
+                     hide_index=True, width="stretch")
         st.dataframe(runs, hide_index=True, width="stretch")
         download_buttons(runs, "runs")
+
+
+def study_tab(study: catalog.Study):
+    """A declared study without a tab of its own: its runs' recall and precision per subset, arch and k."""
+    def render() -> None:
+        table = safe_read(settings, ResultsReader.study_table, study.name, gold=gold, backend=backend)
+        if table is not None:
+            st.caption(md(study.help, 200))
+            st.dataframe(table, hide_index=True, width="stretch")
+            download_buttons(table, f"{study.name}_{gold}")
+    return render
 
 
 def backends_tab() -> None:
@@ -225,6 +242,8 @@ def backends_tab() -> None:
 TABS = {"Main table": main_tab, "k sweep": ksweep_tab, "Scaling": scaling_tab, "Per query": per_query_tab,
         "Beyond the paper": beyond_tab, "Backends": backends_tab, "Token cost": cost_tab, "Planner": planner_tab,
         "Runs": runs_tab}
+STUDY_TABS = {"main": "Main table", "ksweep": "k sweep", "scaling": "Scaling", "hybrid": "Beyond the paper"}
+TABS.update({s.name: study_tab(s) for s in catalog.STUDIES if s.name not in STUDY_TABS})
 # Only the open tab runs and is sent to the browser (8 tabs of charts made warm loads slow); ?tab= in the
 # URL names it, so a tab can be shared.
 for tab, render in zip(st.tabs(list(TABS), key="tab", bind="query-params"), TABS.values()):

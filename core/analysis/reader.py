@@ -1,10 +1,12 @@
 """App-side read API over the results store: what the dashboard pages call, and nothing else.
 
 Reads only the database (never the registry, the data directory or a model), creates nothing, and
-caches per set of complete runs, so a page renders from the committed database in milliseconds.
+caches every table per set of complete runs (`read_cached`), so a page renders from the committed
+database in milliseconds; callers get copies.
 Every table comes from the latest complete runs of one *setup*: registry hash, embedding model,
 LLM backend and model, prompt versions. The default setup is that of the most recently started
-complete main run (optionally of one `backend`); runs of other setups are never mixed in. Within
+complete main run (optionally of one `backend`), or with no main study, that of the study's own latest
+complete run; runs of other setups are never mixed in. Within
 it, for each configuration (kind, arch, subset, k, run index, sub-registry size and seed) the
 latest complete run counts.
 
@@ -32,7 +34,7 @@ latest complete run counts.
   "ptr": {same + stubs [{name, reasoning, top1?}], stub_fallback, stub_error, usage,
   backend_label}, "provenance": {...}}); None when not stored. `plan` is None for k-sweep rows
   (the planner runs in the main study only). When the stub writer failed, PtR searched with the
-  raw query; that stub (and the hits' `stub`) is stored as experiments.FALLBACK_STUB, since the
+  raw query; that stub (and the hits' `stub`) is stored as core.study.rows.FALLBACK_STUB, since the
   store never holds query texts: show the query from the data directory instead.
 - `ksweep(gold)`: subset, arch, k, recall_mean, recall_std, precision_mean, precision_std, runs,
   n_queries. `scaling(gold)`: subset, size, arch, recall_mean, recall_std,
@@ -55,6 +57,14 @@ latest complete run counts.
 - `divergence()`: subset, not_identical, not_identical_std, disjoint, disjoint_std, runs.
   `win_counts(gold)`: subset, rtp_wins, ptr_wins, tie, both_miss, n_queries, n_diverging,
   rtp_recall_diverging, ptr_recall_diverging. `search_width()`: subset, arch, k, mean, median, max.
+- `study_table(kind, gold)`: any study's runs per subset, arch and k: recall and precision mean and std over
+  runs, runs, n_queries (the report's and the Results page's view of a study without a table of its own).
+- `paired_tests(gold, k)`: per subset, the paired per-query tests of RtP vs PtR (analysis.tables.paired_tests).
+- `hybrid_table(gold)`: the hybrid (beyond the paper) beside RtP and PtR at the main k, per subset and overall.
+- `backends() -> list[str]`: backends with a complete main study. `leaderboard(gold)`: system, arch, subset,
+  recall, precision, n for every backend's latest study (the paper's rows: core.analysis.report.leaderboard).
+- `router_table(gold, k)`, `router_curve(gold, k)`, `router_fit(gold, k) -> dict`, `router_signal(gold, k) ->
+  dict`: the adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated, see analysis.router).
 - `setup(backend=None) -> dict | None`: provenance of the selected main study (registry_name,
   registry_size, registry_hash, embedding_model, llm_backend, llm_model, backend_label, prompt
   versions, git_commit, k, runs, subsets); None when no main study is complete.
@@ -283,6 +293,10 @@ class ResultsReader:
         mains = complete[complete["kind"] == "main"]
         if backend is not None:
             mains = mains[mains["llm_backend"] == backend]
+        if mains.empty:  # a study that does not build on the main one: its own latest setup
+            mains = complete[complete["kind"] == kind]
+            if backend is not None:
+                mains = mains[mains["llm_backend"] == backend]
         if mains.empty:
             return complete.iloc[0:0]
         anchor = mains.sort_values("id").iloc[-1]
@@ -355,6 +369,12 @@ class ResultsReader:
         return self._rows(self._selected("main", backend), columns)
 
     # ------------------------------------------------------------ tables
+
+    @read_cached
+    def study_table(self, kind: str, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
+        """Any study's runs as subset, arch, k, recall and precision mean±std over runs, runs, n_queries: what
+        the report and the Results page show for a study that has no table of its own."""
+        return analysis.sweep_table(self._per_run(self._selected(kind, backend)), gold, ("subset", "arch", "k"))
 
     @read_cached
     def main_table(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from core.analysis.tables import HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION
 from core.analysis.reader import ResultsReader
 from core.analysis.router import ROUTER_NOTE
 from core.data.toolbench import subset_order
-from core.study.catalog import STUDIES
+from core.study import catalog
 
 GOLD_NOTES = {
     "api_list": "gold = api_list (the APIs each query was generated from, ~5-7 per query; closest to the paper's)",
@@ -143,6 +143,13 @@ SECTIONS: dict[str, Section] = {
 }
 
 
+def _study_section(study: catalog.Study) -> Section:
+    """The section of a study with no builder of its own: its runs' recall and precision per subset, arch and k."""
+    return lambda reader, gold, backend, paper: {
+        "title": study.help + (" (beyond the paper)" if study.beyond_paper else ""),
+        "ours": records(reader.study_table(study.name, gold, backend)), "paper": None}
+
+
 def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | None = None,
                  paper: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every section of every declared study for the latest complete runs, study by study in the catalog's
@@ -151,7 +158,8 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
         raise ValueError(f"gold must be one of {', '.join(GOLD_NOTES)}")
     paper = paper_figures.load_paper() if paper is None else paper
     setup = reader.setup(backend)
-    sections = {name: SECTIONS[name](reader, gold, backend, paper) for study in STUDIES for name in study.sections}
+    sections = {name: (SECTIONS[name] if name in SECTIONS else _study_section(study))(reader, gold, backend, paper)
+                for study in catalog.STUDIES for name in study.sections}
     return {"gold": gold, "gold_note": GOLD_NOTES[gold], "pass_rate_note": PASS_RATE_DEFINITION,
             "setup": _clean(setup), "status": _clean(reader.status()), "paper_setup": paper.get("setup"),
             "sections": sections}

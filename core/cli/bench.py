@@ -16,11 +16,12 @@ from core.backends import BACKENDS
 from core.cli.common import add_common
 from core.data.toolbench import PAPER_SUBSETS
 from core.settings import Settings
-from core.study.catalog import STUDIES, STUDIES_BY_NAME, Param, Study, parse_subsets, positive
+from core.study import catalog
+from core.study.catalog import Param, Study, parse_subsets, positive
 
 
 def _studies_of(name: str) -> tuple[Study, ...]:
-    return STUDIES if name == "all" else (STUDIES_BY_NAME[name],)
+    return catalog.STUDIES if name == "all" else tuple(s for s in catalog.STUDIES if s.name == name)
 
 
 def _params_of(studies: tuple[Study, ...]) -> dict[str, Param]:
@@ -101,13 +102,13 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
 def register(subparsers: argparse._SubParsersAction, handlers: dict) -> None:
     """Add `bench` and `report` to the `python -m core` parser."""
     p = subparsers.add_parser(
-        "bench", help=f"run a study ({', '.join(s.name for s in STUDIES)}, all) into the results database",
+        "bench", help=f"run a study ({', '.join(s.name for s in catalog.STUDIES)}, all) into the results database",
         description="Run a study into the results store: "
                     + "; ".join(f"{s.name}: {s.help}" + ("" if s.calls_llm else " (no LLM calls: the main study's "
-                                                                                "stored stubs)") for s in STUDIES)
-                    + f"; all: {', '.join(s.name for s in STUDIES)}. Interrupted runs continue with --resume.")
+                                                                                "stored stubs)") for s in catalog.STUDIES)
+                    + f"; all: {', '.join(s.name for s in catalog.STUDIES)}. Interrupted runs continue with --resume.")
     studies = p.add_subparsers(dest="study", required=True, metavar="STUDY")
-    for name, help_text in [*((s.name, s.help) for s in STUDIES), ("all", ", then ".join(s.name for s in STUDIES))]:
+    for name, help_text in [*((s.name, s.help) for s in catalog.STUDIES), ("all", ", then ".join(s.name for s in catalog.STUDIES))]:
         _add_bench_flags(studies.add_parser(name, help=help_text, description=help_text), _studies_of(name))
     handlers["bench"] = cmd_bench
 

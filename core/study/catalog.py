@@ -144,4 +144,3 @@ STUDIES: tuple[Study, ...] = (
                  f"sampling seeds per size (default {SCALING_SEEDS}; the full registry runs once)")),
           "core.study.scaling:bench", ("scaling",), calls_llm=False),
 )
-STUDIES_BY_NAME = {s.name: s for s in STUDIES}
