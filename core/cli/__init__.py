@@ -1,1 +1,1 @@
-"""cli"""
+"""Layer 6, `python -m core`: the commands over every layer below."""

@@ -1,1 +1,1 @@
-"""retrieval"""
+"""Layer 2, retrieval: texts to vectors (MiniLM, numpy or torch), the index, and RtP, PtR's merge and the hybrid."""
