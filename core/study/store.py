@@ -8,6 +8,14 @@ SQLite (the default, `data/results.sqlite`) runs in WAL mode so a dashboard can 
 benchmark writes; any other SQLAlchemy URL (PostgreSQL) works too, as nothing here uses
 SQLite-only SQL outside the connect hook. The unique (run_id, query_uid) constraint is what makes
 a resumed run unable to duplicate a row.
+
+The schema grows by the append-only migrations of core.study.migrations. Opening a database applies
+the ones it lacks, in order, for a reader too: they are additive, and the results database is a
+local file (the committed one is unpacked before use), so a reader after a `git pull` reads with the
+columns its code expects instead of failing. A database from before the migration list
+(schema_info.version 1, no schema_migrations table) is read as it is; the first writer, or the first
+new migration, records m001 in it. A foreign database, or one holding migrations this code does not
+know, is refused with SchemaMismatch before anything is written to it.
 """
 from __future__ import annotations
 
@@ -29,14 +37,15 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from core.settings import PROJECT_ROOT
+from core.study import migrations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = len(migrations.MIGRATIONS)  # the migrations this code knows (a database's schema_info.version)
 BUSY_TIMEOUT_MS = 30_000
 RUN_STATUSES = ("running", "complete", "failed", "skipped")
 
 
 class SchemaMismatch(RuntimeError):
-    """The database was written by another version of this code; the message says what to do."""
+    """The database is not ours, or newer or older code wrote it; the one-line message says what to do."""
 
 
 class Base(DeclarativeBase):
@@ -262,30 +271,48 @@ def make_engine(url: str, *, writer: bool = True) -> Engine:
     return engine
 
 
-def check_schema(engine: Engine, *, create: bool) -> bool:
-    """True when the schema is this code's; creates it on an empty database when `create`.
+def applied_migrations(engine: Engine) -> set[str] | None:
+    """The names of the migrations the database holds; None when it is empty. Reads only.
 
-    Raises SchemaMismatch for a database of another schema version (or not ours at all).
-    Returns False for an empty database when not creating.
+    Raises SchemaMismatch for a foreign database, one with migrations this code does not know (newer
+    code wrote it) and one of an older schema version than any migration.
     """
     tables = set(inspect(engine).get_table_names())
     if not tables:
-        if not create:
-            return False
-        Base.metadata.create_all(engine)
-        with engine.begin() as conn:
-            conn.execute(insert(SchemaInfo).values(id=1, version=SCHEMA_VERSION, created_at=utcnow()))
-        return True
+        return None
     if SchemaInfo.__tablename__ not in tables:
         raise SchemaMismatch(f"{engine.url.render_as_string(hide_password=True)} is not a Tool Discovery Lab "
                              "results database (no schema_info table); point DATABASE_URL elsewhere.")
     with engine.connect() as conn:
         version = conn.execute(select(SchemaInfo.version).where(SchemaInfo.id == 1)).scalar_one_or_none()
-    if version != SCHEMA_VERSION:
-        newer = version is not None and version > SCHEMA_VERSION
-        raise SchemaMismatch(
-            f"results database has schema version {version}, this code expects {SCHEMA_VERSION}: "
-            + ("update the code (git pull)." if newer else "rerun `python -m core bench all` into a new DATABASE_URL."))
+        names = [m.name for m in migrations.applied(conn)]
+    known = [m.name for m in migrations.MIGRATIONS]
+    unknown = [name for name in names if name not in known]
+    if unknown or (version or 0) > len(known):
+        detail = f" (migrations {', '.join(unknown)} are unknown here)" if unknown else ""
+        raise SchemaMismatch(f"results database has schema version {version}{detail}, this code knows "
+                             f"{len(known)}: update the code (git pull).")
+    if version is None or version < 1 or (not names and version != 1):
+        raise SchemaMismatch(f"results database has schema version {version}, this code expects {len(known)}: "
+                             "rerun `python -m core bench all` into a new DATABASE_URL.")
+    return set(names or known[:1])  # no record and version 1: made before the migration list, whose m001 it is
+
+
+def check_schema(engine: Engine, *, create: bool) -> bool:
+    """True when the database holds this code's schema, once the migrations it lacks are applied.
+
+    An empty database gets every migration when `create`; otherwise False, and nothing is made. A
+    writer (`create`) also records m001 in a database from before the migration list; a reader
+    writes only when a migration is pending. Raises SchemaMismatch as `applied_migrations` does.
+    """
+    names = applied_migrations(engine)
+    if names is None:
+        if create:
+            migrations.create(engine)
+        return create
+    pending = [m.name for m in migrations.MIGRATIONS if m.name not in names]
+    if pending or (create and not inspect(engine).has_table(migrations.MIGRATIONS_TABLE)):
+        migrations.upgrade(engine)
     return True
 
 
@@ -296,11 +323,19 @@ def _record(run: Run) -> RunRecord:
 
 
 class Store:
-    """Writer side: creates the schema on first use, opens and closes runs, appends results atomically."""
+    """Writer side: creates or migrates the schema on first use, opens and closes runs, appends results atomically."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         unpack_if_packed(url)  # append to the committed results, never start an empty file beside them
+        path = sqlite_path(url)
+        if path is None or path.exists():
+            # First check through an engine that sets no pragma: the writer's WAL switch would change a foreign file.
+            probe = make_engine(url, writer=False)
+            try:
+                applied_migrations(probe)
+            finally:
+                probe.dispose()
         self.engine = make_engine(url)
         check_schema(self.engine, create=True)
         self.session = sessionmaker(self.engine, expire_on_commit=False)

@@ -1,0 +1,369 @@
+"""Store migrations: a version-1 database is adopted, not recreated; appended migrations reach databases with rows."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import Connection, Engine
+
+from core.analysis.reader import ResultsReader
+from core.settings import PROJECT_ROOT
+from core.study import migrations
+from core.study.migrations import Migration
+from core.study.store import SCHEMA_VERSION, Base, SchemaMismatch, Store, check_schema, make_engine, unpack_if_packed
+
+COMMITTED = PROJECT_ROOT / "data" / "results.sqlite.gz"
+
+# The schema as `SCHEMA_VERSION = 1` (before the migration list) created it, copied from the committed database.
+VERSION_1_DDL = """
+CREATE TABLE schema_info (
+	id INTEGER NOT NULL,
+	version INTEGER NOT NULL,
+	created_at DATETIME NOT NULL,
+	PRIMARY KEY (id)
+);
+CREATE TABLE runs (
+	id INTEGER NOT NULL,
+	kind VARCHAR(16) NOT NULL,
+	arch VARCHAR(8) NOT NULL,
+	subset VARCHAR(32) NOT NULL,
+	k INTEGER NOT NULL,
+	run_index INTEGER NOT NULL,
+	registry_name VARCHAR(32) NOT NULL,
+	registry_size INTEGER NOT NULL,
+	registry_hash VARCHAR(64) NOT NULL,
+	sub_size INTEGER,
+	sub_seed INTEGER,
+	embedding_model VARCHAR(200) NOT NULL,
+	llm_backend VARCHAR(32) NOT NULL,
+	llm_model VARCHAR(200) NOT NULL,
+	backend_label VARCHAR(200) NOT NULL,
+	discovery_prompt_version VARCHAR(64) NOT NULL,
+	planner_prompt_version VARCHAR(64) NOT NULL,
+	source_run_id INTEGER,
+	git_commit VARCHAR(64) NOT NULL,
+	n_queries INTEGER NOT NULL,
+	status VARCHAR(16) NOT NULL,
+	note TEXT,
+	config JSON NOT NULL,
+	started_at DATETIME NOT NULL,
+	finished_at DATETIME,
+	PRIMARY KEY (id),
+	FOREIGN KEY(source_run_id) REFERENCES runs (id)
+);
+CREATE TABLE query_results (
+	id INTEGER NOT NULL,
+	run_id INTEGER NOT NULL,
+	query_uid VARCHAR(64) NOT NULL,
+	subset VARCHAR(32) NOT NULL,
+	query_id INTEGER NOT NULL,
+	k INTEGER NOT NULL,
+	recall_api_list FLOAT,
+	precision_api_list FLOAT,
+	hit_api_list FLOAT,
+	recall_relevant FLOAT,
+	precision_relevant FLOAT,
+	hit_relevant FLOAT,
+	top1_score FLOAT,
+	search_width INTEGER,
+	hits JSON,
+	stubs JSON,
+	stub_fallback BOOLEAN,
+	stub_error TEXT,
+	rtp_overlap INTEGER,
+	same_as_rtp BOOLEAN,
+	"plan" JSON,
+	plan_refusal BOOLEAN,
+	plan_parse_error BOOLEAN,
+	plan_steps INTEGER,
+	plan_apis_named INTEGER,
+	plan_fidelity FLOAT,
+	plan_selection_rate FLOAT,
+	plan_matched JSON,
+	plan_pass_api_list BOOLEAN,
+	plan_pass_relevant BOOLEAN,
+	stub_prompt_tokens INTEGER NOT NULL,
+	stub_output_tokens INTEGER NOT NULL,
+	stub_thoughts_tokens INTEGER NOT NULL,
+	plan_prompt_tokens INTEGER NOT NULL,
+	plan_output_tokens INTEGER NOT NULL,
+	plan_thoughts_tokens INTEGER NOT NULL,
+	stub_latency_s FLOAT,
+	retrieval_latency_s FLOAT,
+	plan_latency_s FLOAT,
+	error TEXT,
+	PRIMARY KEY (id),
+	CONSTRAINT uq_run_query UNIQUE (run_id, query_uid),
+	FOREIGN KEY(run_id) REFERENCES runs (id)
+);
+CREATE INDEX ix_runs_status ON runs (status);
+CREATE INDEX ix_runs_kind ON runs (kind);
+CREATE INDEX ix_query_results_run_id ON query_results (run_id);
+"""
+CREATED_AT = "2026-01-02 03:04:05.000006"
+RUN_SQL = ("INSERT INTO runs (id, kind, arch, subset, k, run_index, registry_name, registry_size, registry_hash, "
+           "embedding_model, llm_backend, llm_model, backend_label, discovery_prompt_version, planner_prompt_version, "
+           "git_commit, n_queries, status, config, started_at, finished_at) VALUES (?, 'main', ?, 'G1_instruction', 5, "
+           "0, 'small', 10, 'abc', 'fake', 'offline', 'offline-heuristic', 'offline heuristic, not an LLM', 'd1', "
+           "'p1', 'abc123', 2, 'complete', '{\"concurrency\":4}', '2026-01-02 03:05:00', '2026-01-02 03:06:00')")
+RESULT_SQL = ("INSERT INTO query_results (run_id, query_uid, subset, query_id, k, recall_api_list, hits, stubs, "
+              "stub_prompt_tokens, stub_output_tokens, stub_thoughts_tokens, plan_prompt_tokens, plan_output_tokens, "
+              "plan_thoughts_tokens) VALUES (?, ?, 'G1_instruction', ?, 5, ?, ?, ?, 3, 4, 0, 5, 6, 0)")
+
+
+def version_1_database(path: Path) -> str:
+    """A database as the code before the migration list left it: its DDL, its schema_info row, two runs, four rows."""
+    with sqlite3.connect(path) as conn:
+        conn.executescript(VERSION_1_DDL)
+        conn.execute("INSERT INTO schema_info (id, version, created_at) VALUES (1, 1, ?)", (CREATED_AT,))
+        for run_id, arch in ((1, "rtp"), (2, "ptr")):
+            conn.execute(RUN_SQL, (run_id, arch))
+            for i in (1, 2):
+                stubs = '[{"name":"s","reasoning":""}]' if arch == "ptr" else None
+                conn.execute(RESULT_SQL, (run_id, f"G1_instruction:{i}", i, i / 4,
+                                          '[{"rank":1,"tool_name":"T","api_name":"a"}]', stubs))
+    conn.close()
+    return f"sqlite:///{path}"
+
+
+def current_database(path: Path) -> str:
+    """The same rows, written through a Store of this code."""
+    url = f"sqlite:///{path}"
+    store = Store(url)
+    store.close()
+    with sqlite3.connect(path) as conn:
+        for run_id, arch in ((1, "rtp"), (2, "ptr")):
+            conn.execute(RUN_SQL, (run_id, arch))
+            for i in (1, 2):
+                conn.execute(RESULT_SQL, (run_id, f"G1_instruction:{i}", i, i / 4, "[]", None))
+    conn.close()
+    return url
+
+
+def rows(path: Path, table: str, columns: str = "*") -> list[tuple]:
+    with sqlite3.connect(path) as conn:
+        out = conn.execute(f"SELECT {columns} FROM {table} ORDER BY id").fetchall()
+    conn.close()
+    return out
+
+
+def records(path: Path) -> list[str]:
+    with sqlite3.connect(path) as conn:
+        out = [name for (name,) in conn.execute("SELECT name FROM schema_migrations ORDER BY applied_at, name")]
+    conn.close()
+    return out
+
+
+def schema_version(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        (version,) = conn.execute("SELECT version FROM schema_info").fetchone()
+    conn.close()
+    return version
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def add_judge_score(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE query_results ADD COLUMN judge_score FLOAT"))
+
+
+def add_reviewer(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE runs ADD COLUMN reviewer VARCHAR(64)"))
+
+
+def extended(monkeypatch: pytest.MonkeyPatch, *steps: Migration) -> list[str]:
+    """Append migrations to the list, as a later commit would; returns every name in order."""
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, *steps])
+    return [m.name for m in migrations.MIGRATIONS]
+
+
+def test_the_list_starts_with_the_version_1_schema() -> None:
+    assert SCHEMA_VERSION == len(migrations.MIGRATIONS) == 1
+    assert migrations.MIGRATIONS[0].name == "m001_initial_schema"
+
+
+def test_m001_creates_exactly_the_version_1_schema(tmp_path: Path) -> None:
+    version_1_database(tmp_path / "old.sqlite")
+    Store(f"sqlite:///{tmp_path / 'new.sqlite'}").close()
+
+    def schema(path: Path) -> set[tuple]:
+        with sqlite3.connect(path) as conn:
+            out = {(kind, name, table, " ".join((sql or "").split())) for kind, name, table, sql in conn.execute(
+                "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE tbl_name != 'schema_migrations'")}
+        conn.close()
+        return out
+
+    assert schema(tmp_path / "new.sqlite") == schema(tmp_path / "old.sqlite")
+
+
+def test_the_models_match_the_migrations(tmp_path: Path) -> None:
+    """A model column without its migration (or the reverse) fails here, not in a user's database."""
+    by_migrations = make_engine(f"sqlite:///{tmp_path / 'migrated.sqlite'}")
+    check_schema(by_migrations, create=True)
+    by_models = create_engine(f"sqlite:///{tmp_path / 'models.sqlite'}")
+    Base.metadata.create_all(by_models)
+
+    def shape(engine: Engine) -> dict[str, tuple]:
+        insp = inspect(engine)
+        return {t: (sorted((c["name"], str(c["type"]), c["nullable"]) for c in insp.get_columns(t)),
+                    sorted((i["name"], tuple(i["column_names"]), bool(i["unique"])) for i in insp.get_indexes(t)),
+                    sorted((u["name"], tuple(u["column_names"])) for u in insp.get_unique_constraints(t)),
+                    sorted((tuple(f["constrained_columns"]), f["referred_table"]) for f in insp.get_foreign_keys(t)))
+                for t in insp.get_table_names() if t != migrations.MIGRATIONS_TABLE}
+
+    assert shape(by_migrations) == shape(by_models)
+
+
+def test_a_version_1_database_is_adopted_without_losing_a_row(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    url = version_1_database(path)
+    runs, results, info = rows(path, "runs"), rows(path, "query_results"), rows(path, "schema_info")
+    store = Store(url)
+    assert [r.id for r in store.runs()] == [1, 2] and store.count_results(2) == 2
+    store.close()
+    assert rows(path, "runs") == runs and rows(path, "query_results") == results and rows(path, "schema_info") == info
+    with sqlite3.connect(path) as conn:  # m001 is recorded as applied when the database was made
+        assert conn.execute("SELECT name, applied_at FROM schema_migrations").fetchall() == [
+            ("m001_initial_schema", CREATED_AT)]
+    conn.close()
+
+
+def test_a_reader_reads_a_version_1_database_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    url = version_1_database(path)
+    before = digest(path)
+    reader = ResultsReader(url)
+    assert reader.available() and reader.status()["n_runs"] == 2 and list(reader.runs()["n_results"]) == [2, 2]
+    assert digest(path) == before
+
+
+def test_migrations_are_recorded_in_order_and_applying_twice_does_nothing(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    names = extended(monkeypatch, Migration("m002_judge_score", add_judge_score),
+                     Migration("m003_reviewer", add_reviewer))
+    path = tmp_path / "results.sqlite"
+    url = f"sqlite:///{path}"
+    Store(url).close()
+    assert records(path) == names and schema_version(path) == 3
+    with sqlite3.connect(path) as conn:
+        first = conn.execute("SELECT * FROM schema_migrations").fetchall()
+        schema = conn.execute("SELECT sql FROM sqlite_master").fetchall()
+    conn.close()
+    engine = make_engine(url)
+    assert migrations.upgrade(engine) == []
+    assert check_schema(engine, create=True) and check_schema(engine, create=False)
+    engine.dispose()
+    Store(url).close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT * FROM schema_migrations").fetchall() == first
+        assert conn.execute("SELECT sql FROM sqlite_master").fetchall() == schema
+    conn.close()
+
+
+@pytest.mark.parametrize("made_by", [version_1_database, current_database], ids=["version-1", "current"])
+@pytest.mark.parametrize("opener", ["store", "reader"])
+def test_an_appended_migration_reaches_a_database_with_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            made_by: Callable[[Path], str], opener: str) -> None:
+    path = tmp_path / "results.sqlite"
+    url = made_by(path)
+    runs, results = rows(path, "runs"), rows(path, "query_results")
+    names = extended(monkeypatch, Migration("m002_judge_score", add_judge_score))
+    if opener == "store":
+        Store(url).close()
+    else:
+        assert ResultsReader(url).available()
+    assert records(path) == names and schema_version(path) == 2
+    assert rows(path, "runs") == runs
+    assert [(*r, None) for r in results] == rows(path, "query_results")  # the new column is last and empty
+
+
+def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its DDL rolls back with it: no record, no half-added column, the next open tries again."""
+    path = tmp_path / "results.sqlite"
+    url = current_database(path)
+
+    def half_done(conn: Connection) -> None:
+        add_judge_score(conn)
+        raise RuntimeError("disk full")
+
+    extended(monkeypatch, Migration("m002_judge_score", half_done))
+    with pytest.raises(RuntimeError, match="disk full"):
+        Store(url)
+    assert records(path) == ["m001_initial_schema"] and schema_version(path) == 1
+    with sqlite3.connect(path) as conn:
+        assert "judge_score" not in {c[1] for c in conn.execute("PRAGMA table_info(query_results)")}
+    conn.close()
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:1], Migration("m002_judge_score",
+                                                                                          add_judge_score)])
+    Store(url).close()
+    assert records(path) == ["m001_initial_schema", "m002_judge_score"]
+
+
+def test_a_database_with_an_unknown_migration_asks_to_update_the_code(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "results.sqlite"
+    url = current_database(path)
+    with monkeypatch.context() as newer:
+        extended(newer, Migration("m002_judge_score", add_judge_score))
+        Store(url).close()
+    with pytest.raises(SchemaMismatch, match=r"m002_judge_score.*update the code \(git pull\)") as raised:
+        Store(url)
+    assert "\n" not in str(raised.value)
+    status = ResultsReader(url).status()
+    assert not status["available"] and "update the code (git pull)" in status["error"]
+    assert records(path) == ["m001_initial_schema", "m002_judge_score"] and schema_version(path) == 2
+    # Code that knows as many migrations, but another second one (another branch's), is refused too.
+    extended(monkeypatch, Migration("m002_reviewer", add_reviewer))
+    with pytest.raises(SchemaMismatch, match=r"schema version 2 \(migrations m002_judge_score are unknown here\)"):
+        Store(url)
+
+
+def test_a_foreign_database_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE things (id INTEGER)")
+        conn.execute("INSERT INTO things VALUES (1)")
+    conn.close()
+    before = digest(path)
+    url = f"sqlite:///{path}"
+    with pytest.raises(SchemaMismatch, match="not a Tool Discovery Lab results database") as raised:
+        Store(url)
+    assert "\n" not in str(raised.value)
+    assert "not a Tool Discovery Lab" in ResultsReader(url).status()["error"]
+    assert digest(path) == before and not path.with_name(path.name + "-wal").exists()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    conn.close()
+
+
+def test_the_committed_database_opens_with_the_store_and_the_reader(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    shutil.copyfile(COMMITTED, tmp_path / "results.sqlite.gz")
+    url = f"sqlite:///{path}"
+    assert unpack_if_packed(url)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        n_runs, n_results = (conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("runs", "query_results"))
+    conn.close()
+    assert n_runs > 0 and n_results > 0
+    before = digest(path)
+
+    def read() -> tuple[int, int]:
+        reader = ResultsReader(url)
+        assert reader.available() and reader.status()["schema_version"] == SCHEMA_VERSION
+        runs = reader.runs()
+        return len(runs), int(runs["n_results"].sum())
+
+    assert read() == (n_runs, n_results)
+    assert digest(path) == before  # nothing pending: the reader wrote nothing
+    store = Store(url)
+    assert len(store.runs()) == n_runs
+    store.close()
+    assert records(path) == [m.name for m in migrations.MIGRATIONS]
+    assert read() == (n_runs, n_results)
