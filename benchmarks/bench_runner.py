@@ -26,7 +26,7 @@ from core.agents.prompts import DISCOVERY_SCHEMA  # noqa: E402
 from core.study.store import Store  # noqa: E402
 from core.agents.stubs import LLMStubWriter  # noqa: E402
 from core.data.toolbench import Query  # noqa: E402
-from tests.test_experiments import QUERY_SPECS, make_retriever  # noqa: E402
+from benchmarks.fakes import QUERY_SPECS, make_retriever  # noqa: E402
 
 TARGET_RATIO = 1.25
 

@@ -1,19 +1,17 @@
 """The runner on tiny data: main, k sweep and scaling with injected retriever, agents and queries.
 
-The fakes here (queries over conftest's SMALL_APIS, a stub writer and a planner with fixed token
-usage) are shared with test_resume, test_report and benchmarks/bench_runner.
+The fakes (queries over SMALL_APIS, a stub writer and a planner with fixed token usage) live in
+tests/helpers.py, shared with test_resume and test_report.
 """
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select, update
 
-from core.retrieval.discovery import QUERY_LABEL, Hit, Retriever, Stub, hybrid_retrieve
+from core.retrieval.discovery import QUERY_LABEL, Retriever, Stub, hybrid_retrieve
 from core.retrieval.batch import ptr_batch, rtp_batch
 from core.study.evaluate import score_query
 from core.study.rows import FALLBACK_STUB, plan_pass
@@ -24,123 +22,14 @@ from core.study.hybrid import run_hybrid
 from core.study.ksweep import run_ksweep
 from core.study.main_study import run_main
 from core.study.scaling import run_scaling, scaling_sizes, subset_gold_rows
-from core.retrieval.index import VectorIndex
 from core.agents.factory import Agents
 from core.agents.llm import Usage
 from core.agents.planner import Plan
-from core.data.registry import Registry
 from core.settings import Settings
 from core.study.store import QueryResult, Run, Store
 from core.agents.stubs import StubOutcome
 from core.data.toolbench import Query
-from tests.conftest import SMALL_APIS, FakeEncoder
-
-H = ("Hotels", "search hotels")
-HD = ("Hotels", "hotel details")
-FX = ("Currency", "exchange rate")
-CV = ("Currency", "convert")
-IP = ("IP Lookup", "ip info")
-WX = (" Weather", "forecast")
-JK = ("Jokes", "random joke")
-JC = ("Jokes", "joke by category")
-FP = ("Football", "player stats")
-FT = ("Football", "transfers")
-
-QUERY_SPECS = (
-    ("G1_instruction", "Find hotels in Paris with prices", (H,), (H, HD)),
-    ("G1_instruction", "Tell me a random joke", (JK,), (JK, JC)),
-    ("G1_instruction", "Weather forecast for Berlin", (WX,), (WX,)),
-    ("G1_instruction", "Convert 100 dollars to another currency", (CV,), (CV,)),
-    ("G1_instruction", "Look up the geolocation of IP address 1.2.3.4", (IP,), (IP,)),
-    ("G1_instruction", "Statistics of the football player Messi", (FP,), (FP,)),
-    ("G2_instruction", "Find hotels in London and check the currency exchange rate", (H, FX), (H, FX)),
-    ("G2_instruction", "Tell me a random joke and the weather forecast for Rome", (JK, WX), (JK, WX)),
-    ("G2_instruction", "Show football player stats and the weather forecast", (FP, WX), (FP, WX)),
-    ("G2_instruction", "Look up my IP address and find hotels nearby", (IP, H), (IP, H)),
-    ("G2_instruction", "Check the currency exchange rate and tell me a random joke", (FX, JK), (FX, JK)),
-    ("G2_instruction", "A random joke and the weather forecast for a city", (JK, WX), (JK, WX)),
-)
-
-
-def make_queries(n: int | None = None) -> list[Query]:
-    """Tiny ToolBench-like queries: 6 single-tool (G1) and 6 two-tool (G2) requests over SMALL_APIS."""
-    out = []
-    for i, (subset, text, relevant, api_list) in enumerate(QUERY_SPECS):
-        out.append(Query(subset, subset[:2], 100 + i, text, relevant, api_list))
-    return out if n is None else [q for s in ("G1_instruction", "G2_instruction")
-                                  for q in [q for q in out if q.subset == s][:n]]
-
-
-def make_retriever() -> Retriever:
-    registry = Registry("small", SMALL_APIS)
-    encoder = FakeEncoder()
-    return Retriever(registry, encoder, VectorIndex(encoder.encode(registry.documents)))
-
-
-class FakeStubWriter:
-    """Splits at ' and '; from run 1 on adds a run-dependent stub so PtR's runs differ. Optional delay."""
-
-    backend = "fake"
-    model = "fake-llm-1"
-    prompt_version = "fake-stubs-v1"
-
-    def __init__(self, run_index: int = 0, delay_s: float = 0.0) -> None:
-        self.run_index = run_index
-        self.delay_s = delay_s
-        self.calls = 0
-
-    def write(self, query: str) -> StubOutcome:
-        self.calls += 1
-        if self.delay_s:
-            time.sleep(self.delay_s)
-        parts = [p.strip() for p in query.split(" and ") if p.strip()]
-        stubs = [Stub("_".join(p.lower().split()[:3]), p) for p in parts]
-        if self.run_index % 2:
-            stubs.append(Stub("get_random_joke", "a random joke"))
-        return StubOutcome(tuple(stubs), self.backend, self.model, self.prompt_version, Usage(30, 12, 4), 0.01)
-
-
-class FakePlanner:
-    """Selects the retrieved APIs scoring at least 0.3 (at most two); refuses when none does."""
-
-    backend = "fake"
-    model = "fake-llm-1"
-    prompt_version = "fake-planner-v1"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def plan(self, query: str, hits: Sequence[Hit]) -> Plan:
-        self.calls += 1
-        chosen = [h for h in hits if h.score >= 0.3][:2]
-        refusal = None if chosen else "nothing fits"
-        return Plan(tuple(h.display_name for h in chosen), tuple(h.key for h in chosen),
-                    tuple(f"call {h.display_name}" for h in chosen), refusal, len(hits), self.backend, self.model,
-                    self.prompt_version, Usage(100, 20, 0), 0.02)
-
-
-def fake_agents(delay_s: float = 0.0):
-    """A factory run_index -> Agents; the created agents are kept on the factory for assertions."""
-    made: dict[int, Agents] = {}
-
-    def factory(run_index: int) -> Agents:
-        made[run_index] = Agents(FakeStubWriter(run_index, delay_s), FakePlanner())
-        return made[run_index]
-
-    factory.made = made  # type: ignore[attr-defined]
-    return factory
-
-
-def run_study(url: str, runs: int = 2, ks=(1, 3, 5), sizes=(4, 7, None), seeds: int = 2,
-              concurrency: int = 4) -> tuple[Store, Retriever, list[Query]]:
-    """main + ksweep + scaling into `url` on the tiny data."""
-    store = Store(url)
-    retriever = memoised(make_retriever())
-    queries = make_queries()
-    run_main(store, retriever, fake_agents(), queries, runs=runs, k=5, concurrency=concurrency, commit="abc123")
-    run_ksweep(store, retriever, queries, ks=ks, commit="abc123")
-    run_scaling(store, retriever, queries, sizes=sizes, seeds=seeds, k=5, commit="abc123")
-    return store, retriever, queries
+from tests.helpers import CV, H, FakePlanner, FakeStubWriter, fake_agents, make_queries, make_retriever
 
 
 @pytest.fixture

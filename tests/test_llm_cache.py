@@ -1,6 +1,8 @@
 """The SQLite call cache: exact replay without HTTP, misses on any changed input, self-healing."""
 from __future__ import annotations
 
+import hashlib
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -73,7 +75,13 @@ def test_cache_key_is_canonical() -> None:
     schema_b = {"properties": {"b": {"type": "STRING"}, "a": {"type": "STRING"}}, "type": "OBJECT"}
     key = cache_key("gemini", "m", "v1", "p", 0, schema_a)
     assert key == cache_key("gemini", "m", "v1", "p", 0.0, schema_b)
-    assert len(key) == 64 and int(key, 16) >= 0
+    assert re.fullmatch(r"[0-9a-f]{64}", key)
+    # the documented inputs, as canonical JSON (sorted keys, no spaces, temperature a float)
+    canonical = ('{"backend":"gemini","identity":"","model":"m","prompt":"p","prompt_version":"v1",'
+                 '"schema":{"properties":{"a":{"type":"STRING"},"b":{"type":"STRING"}},"type":"OBJECT"},'
+                 '"temperature":0.0}')
+    assert key == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    assert key != cache_key("gemini", "m", "v1", "p", 0.0, schema_a, identity="http://other")
     assert key != cache_key("openai", "m", "v1", "p", 0.0, schema_a)
     assert key != cache_key("gemini", "m2", "v1", "p", 0.0, schema_a)
 

@@ -221,7 +221,8 @@ def test_empty_stubs_fail_validation_then_repair_succeeds(
         client_for(backend, server.url, sleeps), "q", DISCOVERY_SCHEMA, 0.0, validate_stubs
     )
     obj, resp, reason, usage = reply.obj, reply.response, reply.error, reply.usage
-    assert reason is None and obj is not None and resp is not None
+    assert reason is None and obj == {"stubs": [{"name": "get_weather"}]}
+    assert resp.text == '```json\n{"stubs": [{"name": "get_weather"}]}\n```'
     assert validate_stubs(obj) == [{"name": "get_weather", "reasoning": ""}]
     assert "validation:" in sent_prompt(backend, server.requests[1].body)
     assert usage.total == 2 * resp.usage.total
@@ -242,7 +243,7 @@ def test_refusal_plan_is_parsed(backend: str, server: FakeServer, sleeps: SleepR
     server.enqueue(ok(backend, json.dumps(plan)))
     reply = generate_json(client_for(backend, server.url, sleeps), "q", PLANNER_SCHEMA, 0.0, validate_plan)
     obj, reason = reply.obj, reply.error
-    assert reason is None and obj is not None
+    assert reason is None and obj == plan
     assert validate_plan(obj)["refusal"] == "None of the APIs books flights."
     assert len(server.requests) == 1
 

@@ -19,23 +19,16 @@ from core.study.single_query import inspect_query
 from core.agents.factory import make_agents
 from core.retrieval.assemble import build_retriever
 from core.agents.llm import CachedClient, CallCache, LLMError
-from core.agents.llm.local_model import DEFAULT_FILE, LocalModelError, llama_cpp_module, resolve_local_model
+from core.agents.llm.local_model import DEFAULT_FILE, LocalModelError, resolve_local_model
 from core.agents.prompts import STYLES
 from core.settings import PROJECT_ROOT, Settings
 from core.agents.stubs import LLMStubWriter
+# MODEL_CACHE and llama_built are also imported from here by test_browser
+from tests.helpers import MODEL_CACHE, free_port, llama_built
 
-MODEL_CACHE = PROJECT_ROOT / "data" / "cache"  # where `make llm` assembled the model
 QUERIES = ("find the top tracks of Taylor Swift on Spotify and then search YouTube for the official video",
            "I need a hotel in Barcelona for 3 nights and the exchange rate from EUR to GBP",
            "Tell me a joke about programmers")
-
-
-def llama_built() -> bool:
-    try:
-        llama_cpp_module()
-    except LocalModelError:
-        return False
-    return True
 
 
 needs_model = pytest.mark.skipif(not llama_built() and not os.environ.get("CI"),
@@ -122,7 +115,6 @@ def test_a_reply_cut_short_is_a_parse_failure_that_is_not_cached(local_settings:
 def test_openai_compatible_client_against_llama_cpps_real_server(local_settings: Settings, tmp_path: Path) -> None:
     """The OpenAI-compatible client over real HTTP to llama-cpp-python's own server on 127.0.0.1."""
     from core.agents.llm.openai_compat import OpenAICompatClient
-    from tests.test_browser import free_port
 
     port = free_port()
     model = resolve_local_model("", local_settings.cache_dir)

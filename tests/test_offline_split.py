@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 import statistics
-import time
 from pathlib import Path
 
 import pytest
@@ -106,21 +105,20 @@ def test_emoji_and_non_ascii_are_fine() -> None:
     assert split_subrequests("日本の天気を教えて 🌸") == [SubRequest("日本の天気を教えて 🌸", "handle_request")]
 
 
-@pytest.mark.parametrize("query", [
-    "find hotels and check the rate, " * 3300,
-    "a" * 100_000,
-    "." * 100_000,
-    "and " * 25_000,
-    "Can you, " * 11_000,
-    "'a " * 33_000,
-    "😀" * 100_000,
-    "I'm a fan. Can you get me the scores? Also find tickets. " * 1800,
+@pytest.mark.parametrize("query, expected", [
+    ("find hotels and check the rate, " * 3300, ["find_hotels", "check_rate"]),
+    ("a" * 100_000, ["search_aaaaaaaaaaaaaaaaaaaaaaaa"]),
+    ("." * 100_000, ["handle_request"]),
+    ("and " * 25_000, ["handle_request"]),
+    ("Can you, " * 11_000, ["handle_request"]),
+    ("'a " * 33_000, ["handle_request"]),
+    ("😀" * 100_000, ["handle_request"]),
+    ("I'm a fan. Can you get me the scores? Also find tickets. " * 1800, ["get_scores", "find_tickets"]),
 ])
-def test_long_inputs_are_fast_and_capped(query: str) -> None:
-    start = time.perf_counter()
+def test_long_inputs_are_capped(query: str, expected: list[str]) -> None:
+    """How fast these split belongs to `python -m core perf`; here, what they split into."""
     parts = split_subrequests(query, max_parts=3)
-    assert time.perf_counter() - start < 1.0
-    assert 1 <= len(parts) <= 3
+    assert [p.name for p in parts] == expected
     assert all(NAME.match(p.name) and len(p.name) < 200 for p in parts)
 
 

@@ -55,7 +55,7 @@ def test_versions_hash_template_and_schema() -> None:
 @pytest.mark.parametrize("schema", [DISCOVERY_SCHEMA, PLANNER_SCHEMA])
 def test_schemas_are_accepted_by_google_genai(schema: dict) -> None:
     config = types.GenerateContentConfig(response_mime_type="application/json", response_schema=schema)
-    assert config.response_schema is not None
+    assert config.response_schema == schema
     assert types.Schema.model_validate(schema).type == types.Type.OBJECT
 
 

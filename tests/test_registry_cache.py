@@ -9,8 +9,7 @@ import pytest
 
 import core.data.registry_cache as rc
 from core.data.toolbench import Api, load_registry
-from tests.conftest import SMALL_APIS, write_compact_data
-from tests.test_toolbench import write_official_layout
+from tests.helpers import SMALL_APIS, write_compact_data, write_official_layout
 
 ODD = Api(" Spaced Tool", "naïve ünïcode \"quoted\"\n", "", "line one\nline two", "name_only")
 

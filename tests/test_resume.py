@@ -17,14 +17,14 @@ from core.study.main_study import run_main
 from core.study.scaling import run_scaling
 from core.settings import PROJECT_ROOT
 from core.study.store import QueryResult, Run, Store
-from tests.test_experiments import fake_agents, make_queries, make_retriever
+from tests.helpers import fake_agents, make_queries, make_retriever
 
 SCRIPT = """
 import sys
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
 from core.study.store import Store
-from tests.test_experiments import fake_agents, make_queries, make_retriever
+from tests.helpers import fake_agents, make_queries, make_retriever
 
 url, delay, resume = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"
 run_main(Store(url), memoised(make_retriever()), fake_agents(delay), make_queries(), runs=2, concurrency=2,

@@ -50,7 +50,9 @@ def test_cross_validation_fits_on_other_folds_and_is_stratified() -> None:
     assert cv["threshold"].between(0.5, 0.7).all()
     assert cv.groupby("fold")["threshold"].nunique().eq(1).all()
     table = router.router_table(cv).set_index("subset")
-    assert table.loc["all", "router_recall"] > 0.9 and table.loc["all", "oracle_recall"] == 1.0
+    # the seeded data: 42 of 80 queries are RtP wins, 38 PtR wins; the fitted thresholds route all but one right
+    assert table.loc["all", ["rtp_recall", "ptr_recall"]].tolist() == [42 / 80, 38 / 80]
+    assert table.loc["all", "router_recall"] == pytest.approx(79 / 80) and table.loc["all", "oracle_recall"] == 1.0
     assert table.loc["all", "router_recall"] > max(table.loc["all", "rtp_recall"], table.loc["all", "ptr_recall"])
 
 

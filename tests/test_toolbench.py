@@ -8,25 +8,7 @@ import pytest
 
 from core.settings import DataNotFoundError, Settings
 from core.data.toolbench import load_queries, load_registry
-
-
-def write_official_layout(root: Path) -> None:
-    tools = root / "toolenv" / "tools"
-    (tools / "Travel").mkdir(parents=True)
-    (tools / "Finance").mkdir(parents=True)
-    (tools / "Travel" / "hotels.json").write_text(json.dumps({
-        "tool_name": " Hotels", "api_list": [
-            {"name": "search", "description": "Find hotels"},
-            {"name": "details", "description": None}]}))
-    (tools / "Finance" / "fx.json").write_text(json.dumps({
-        "tool_name": "FX", "api_list": [{"name": "rate", "description": "Exchange rate"}]}))
-    (tools / "Finance" / "broken.json").write_text("{not json")
-    tests = root / "test_instruction"
-    tests.mkdir()
-    (tests / "G2_instruction.json").write_text(json.dumps([{
-        "query_id": 7, "query": "Find a hotel and the rate",
-        "api_list": [{"tool_name": " Hotels", "api_name": "search"}, {"tool_name": "FX", "api_name": "rate"}],
-        "relevant APIs": [[" Hotels", "search"], ["FX", "rate"]]}]))
+from tests.helpers import write_official_layout
 
 
 def test_official_layout_loader(tmp_path: Path) -> None:

@@ -1,0 +1,251 @@
+"""Shared test helpers: the fakes and tiny data the test modules (and their subprocesses) build on.
+
+Test modules import these from here (fixtures live in conftest.py, the fake LLM servers in
+fake_llm_servers.py), never from one another. benchmarks/ imports nothing from tests/: it has its
+own benchmarks/fakes.py.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+import socket
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from core.agents.factory import Agents
+from core.agents.llm import Usage
+from core.agents.llm.local_model import LocalModelError, llama_cpp_module
+from core.agents.planner import Plan
+from core.agents.stubs import StubOutcome
+from core.data.registry import Registry
+from core.data.toolbench import Api, Query
+from core.retrieval.discovery import Hit, Retriever, Stub
+from core.retrieval.index import VectorIndex
+from core.retrieval.memo import memoised
+from core.settings import PROJECT_ROOT
+from core.study.ksweep import run_ksweep
+from core.study.main_study import run_main
+from core.study.scaling import run_scaling
+from core.study.store import Store
+
+
+# ------------------------------------------------------------------ a fake encoder and tiny data
+
+class FakeEncoder:
+    """Hashed bag of words: texts sharing words get similar unit vectors. Deterministic, instant."""
+
+    model_id = "fake-bow-64"
+    dim = 64
+    runtime = "fake"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress=None) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            words = re.findall(r"[a-z0-9]+", text.lower()) or ["<empty>"]
+            for word in words:
+                h = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "little")
+                out[i, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
+            norm = np.linalg.norm(out[i])
+            out[i] = out[i] / norm if norm else np.eye(self.dim, dtype=np.float32)[0]
+        if progress:
+            progress(len(texts), len(texts))
+        return out
+
+
+SMALL_APIS = (
+    Api("Hotels", "search hotels", "Travel", "Find hotels in a city with prices"),
+    Api("Hotels", "hotel details", "Travel", "Details and reviews of one hotel"),
+    Api("Currency", "exchange rate", "Finance", "Currency exchange rate between two currencies"),
+    Api("Currency", "convert", "Finance", "Convert an amount from one currency to another"),
+    Api("IP Lookup", "ip info", "Data", "Look up geolocation of an IP address"),
+    Api(" Weather", "forecast", "Weather", "Weather forecast for a city"),
+    Api("Jokes", "random joke", "Entertainment", "A random joke"),
+    Api("Jokes", "joke by category", "Entertainment", "A joke from a category"),
+    Api("Football", "player stats", "Sports", "Statistics of a football player"),
+    Api("Football", "transfers", "", "Transfers of football players"),
+)
+
+
+TINY_QUERIES = (
+    {"subset": "G1_instruction", "group": "G1", "query_id": 1, "query": "Find hotels in Paris with prices",
+     "relevant_apis": [["Hotels", "search hotels"]], "api_list": [["Hotels", "search hotels"], ["Hotels", "hotel details"]]},
+    {"subset": "G2_instruction", "group": "G2", "query_id": 2,
+     "query": "Find hotels in London, check the currency exchange rate and look up my IP address.",
+     "relevant_apis": [["Hotels", "search hotels"], ["Currency", "exchange rate"], ["IP Lookup", "ip info"]],
+     "api_list": [["Hotels", "search hotels"], ["Currency", "exchange rate"], ["IP Lookup", "ip info"]]},
+)
+
+
+def write_compact_data(folder: Path, apis: Sequence[Api], query_rows: Sequence[dict]) -> Path:
+    """A compact-format data directory (registry.jsonl.gz + queries.jsonl.gz) the tests make themselves."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(folder / "registry.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for api in apis:
+            fh.write(json.dumps({"category": api.category, "tool_name": api.tool_name, "api_name": api.api_name,
+                                 "description": api.description, "doc_source": api.doc_source}) + "\n")
+    with gzip.open(folder / "queries.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for row in query_rows:
+            fh.write(json.dumps(row) + "\n")
+    return folder
+
+
+def write_tiny_data(folder: Path) -> Path:
+    """Tiny data small enough for the real model."""
+    return write_compact_data(folder, SMALL_APIS, TINY_QUERIES)
+
+
+def write_official_layout(root: Path) -> None:
+    tools = root / "toolenv" / "tools"
+    (tools / "Travel").mkdir(parents=True)
+    (tools / "Finance").mkdir(parents=True)
+    (tools / "Travel" / "hotels.json").write_text(json.dumps({
+        "tool_name": " Hotels", "api_list": [
+            {"name": "search", "description": "Find hotels"},
+            {"name": "details", "description": None}]}))
+    (tools / "Finance" / "fx.json").write_text(json.dumps({
+        "tool_name": "FX", "api_list": [{"name": "rate", "description": "Exchange rate"}]}))
+    (tools / "Finance" / "broken.json").write_text("{not json")
+    tests = root / "test_instruction"
+    tests.mkdir()
+    (tests / "G2_instruction.json").write_text(json.dumps([{
+        "query_id": 7, "query": "Find a hotel and the rate",
+        "api_list": [{"tool_name": " Hotels", "api_name": "search"}, {"tool_name": "FX", "api_name": "rate"}],
+        "relevant APIs": [[" Hotels", "search"], ["FX", "rate"]]}]))
+
+
+# ------------------------------------------------- the runner's fakes: queries, retriever, agents
+
+H = ("Hotels", "search hotels")
+HD = ("Hotels", "hotel details")
+FX = ("Currency", "exchange rate")
+CV = ("Currency", "convert")
+IP = ("IP Lookup", "ip info")
+WX = (" Weather", "forecast")
+JK = ("Jokes", "random joke")
+JC = ("Jokes", "joke by category")
+FP = ("Football", "player stats")
+FT = ("Football", "transfers")
+
+QUERY_SPECS = (
+    ("G1_instruction", "Find hotels in Paris with prices", (H,), (H, HD)),
+    ("G1_instruction", "Tell me a random joke", (JK,), (JK, JC)),
+    ("G1_instruction", "Weather forecast for Berlin", (WX,), (WX,)),
+    ("G1_instruction", "Convert 100 dollars to another currency", (CV,), (CV,)),
+    ("G1_instruction", "Look up the geolocation of IP address 1.2.3.4", (IP,), (IP,)),
+    ("G1_instruction", "Statistics of the football player Messi", (FP,), (FP,)),
+    ("G2_instruction", "Find hotels in London and check the currency exchange rate", (H, FX), (H, FX)),
+    ("G2_instruction", "Tell me a random joke and the weather forecast for Rome", (JK, WX), (JK, WX)),
+    ("G2_instruction", "Show football player stats and the weather forecast", (FP, WX), (FP, WX)),
+    ("G2_instruction", "Look up my IP address and find hotels nearby", (IP, H), (IP, H)),
+    ("G2_instruction", "Check the currency exchange rate and tell me a random joke", (FX, JK), (FX, JK)),
+    ("G2_instruction", "A random joke and the weather forecast for a city", (JK, WX), (JK, WX)),
+)
+
+
+def make_queries(n: int | None = None) -> list[Query]:
+    """Tiny ToolBench-like queries: 6 single-tool (G1) and 6 two-tool (G2) requests over SMALL_APIS."""
+    out = []
+    for i, (subset, text, relevant, api_list) in enumerate(QUERY_SPECS):
+        out.append(Query(subset, subset[:2], 100 + i, text, relevant, api_list))
+    return out if n is None else [q for s in ("G1_instruction", "G2_instruction")
+                                  for q in [q for q in out if q.subset == s][:n]]
+
+
+def make_retriever() -> Retriever:
+    registry = Registry("small", SMALL_APIS)
+    encoder = FakeEncoder()
+    return Retriever(registry, encoder, VectorIndex(encoder.encode(registry.documents)))
+
+
+class FakeStubWriter:
+    """Splits at ' and '; from run 1 on adds a run-dependent stub so PtR's runs differ. Optional delay."""
+
+    backend = "fake"
+    model = "fake-llm-1"
+    prompt_version = "fake-stubs-v1"
+
+    def __init__(self, run_index: int = 0, delay_s: float = 0.0) -> None:
+        self.run_index = run_index
+        self.delay_s = delay_s
+        self.calls = 0
+
+    def write(self, query: str) -> StubOutcome:
+        self.calls += 1
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        parts = [p.strip() for p in query.split(" and ") if p.strip()]
+        stubs = [Stub("_".join(p.lower().split()[:3]), p) for p in parts]
+        if self.run_index % 2:
+            stubs.append(Stub("get_random_joke", "a random joke"))
+        return StubOutcome(tuple(stubs), self.backend, self.model, self.prompt_version, Usage(30, 12, 4), 0.01)
+
+
+class FakePlanner:
+    """Selects the retrieved APIs scoring at least 0.3 (at most two); refuses when none does."""
+
+    backend = "fake"
+    model = "fake-llm-1"
+    prompt_version = "fake-planner-v1"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def plan(self, query: str, hits: Sequence[Hit]) -> Plan:
+        self.calls += 1
+        chosen = [h for h in hits if h.score >= 0.3][:2]
+        refusal = None if chosen else "nothing fits"
+        return Plan(tuple(h.display_name for h in chosen), tuple(h.key for h in chosen),
+                    tuple(f"call {h.display_name}" for h in chosen), refusal, len(hits), self.backend, self.model,
+                    self.prompt_version, Usage(100, 20, 0), 0.02)
+
+
+def fake_agents(delay_s: float = 0.0):
+    """A factory run_index -> Agents; the created agents are kept on the factory for assertions."""
+    made: dict[int, Agents] = {}
+
+    def factory(run_index: int) -> Agents:
+        made[run_index] = Agents(FakeStubWriter(run_index, delay_s), FakePlanner())
+        return made[run_index]
+
+    factory.made = made  # type: ignore[attr-defined]
+    return factory
+
+
+def run_study(url: str, runs: int = 2, ks=(1, 3, 5), sizes=(4, 7, None), seeds: int = 2,
+              concurrency: int = 4) -> tuple[Store, Retriever, list[Query]]:
+    """main + ksweep + scaling into `url` on the tiny data."""
+    store = Store(url)
+    retriever = memoised(make_retriever())
+    queries = make_queries()
+    run_main(store, retriever, fake_agents(), queries, runs=runs, k=5, concurrency=concurrency, commit="abc123")
+    run_ksweep(store, retriever, queries, ks=ks, commit="abc123")
+    run_scaling(store, retriever, queries, sizes=sizes, seeds=seeds, k=5, commit="abc123")
+    return store, retriever, queries
+
+
+# --------------------------------------------------------------------------- the local model, ports
+
+MODEL_CACHE = PROJECT_ROOT / "data" / "cache"  # where `make llm` assembled the model
+
+
+def llama_built() -> bool:
+    try:
+        llama_cpp_module()
+    except LocalModelError:
+        return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
