@@ -2,19 +2,15 @@
 
 Settings, the agents, the store's provenance, the report and every page read these declarations,
 so a new backend is one more entry here plus its client module in core.agents.llm. A client is
-named as "module:function" and imported on first use, as the SDKs take seconds to import; the
-function takes the Settings and returns an LLMClient (or raises LLMUnavailable saying what to do).
+named as "module:function" and imported on first use by core.agents.llm.make_client, as the SDKs
+take seconds to import; the function takes the Settings and returns an LLMClient (or raises
+LLMUnavailable saying what to do). This module sits below every layer and imports none of them.
 """
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from core.settings import Settings
 
 OFFLINE_LABEL = "offline heuristic, not an LLM"
 
@@ -31,6 +27,7 @@ class Backend:
     model_from: Callable[[Mapping[str, str]], str]
     client: str | None = None
     fixed_model: bool = False
+    needs_nothing: bool = False  # runs on any machine with no key and no server: offered on every Inspector
 
     def default_model(self, env: Mapping[str, str] | None = None) -> str:
         return self.model_from(env or {})
@@ -39,13 +36,6 @@ class Backend:
         """What every page, export and stored run calls this backend; the heuristic never passes as an LLM."""
         return f"{self.name} {model}" if self.is_llm else OFFLINE_LABEL
 
-    def make_client(self, settings: Settings) -> Any:
-        """The backend's LLMClient for these settings; None for the offline heuristic (no calls at all)."""
-        if self.client is None:
-            return None
-        module, _, function = self.client.partition(":")
-        return getattr(importlib.import_module(module), function)(settings)
-
 
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
 DEFAULT_LOCAL_MODEL = "gemma-3-270m-q4_k_m"  # the GGUF `make llm` assembles; LOCAL_MODEL=path takes another
@@ -53,14 +43,14 @@ OFFLINE_MODEL = "offline-heuristic"
 
 BACKEND_LIST = (
     Backend("offline", False, "a deterministic heuristic that splits the request; not an LLM",
-            lambda env: OFFLINE_MODEL),
+            lambda env: OFFLINE_MODEL, needs_nothing=True),
     Backend("gemini", True, "Google Gemini through google-genai (GEMINI_API_KEY)",
             lambda env: DEFAULT_GEMINI_MODEL, "core.agents.llm.gemini:client_from_settings"),
     Backend("openai", True, "any OpenAI-compatible server (OPENAI_BASE_URL, OPENAI_MODEL)",
             lambda env: env.get("OPENAI_MODEL", ""), "core.agents.llm.openai_compat:client_from_settings"),
     Backend("local", True, "llama.cpp on this machine (make llm; LOCAL_MODEL)",
             lambda env: Path(env["LOCAL_MODEL"]).stem if env.get("LOCAL_MODEL") else DEFAULT_LOCAL_MODEL,
-            "core.agents.llm.local_llama:client_from_settings", fixed_model=True),
+            "core.agents.llm.local_llama:client_from_settings", fixed_model=True, needs_nothing=True),
 )
 BACKENDS_BY_NAME = {b.name: b for b in BACKEND_LIST}
 BACKENDS = tuple(BACKENDS_BY_NAME)

@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from core.agents.factory import Agents
+from core.analysis import tables as A
+from core.agents.factory import Agents, agents_factory
 from core.agents.llm import Usage
 from core.agents.llm.local_model import LocalModelError, llama_cpp_module
 from core.agents.planner import Plan
@@ -27,7 +29,8 @@ from core.data.toolbench import Api, Query
 from core.retrieval.discovery import Hit, Retriever, Stub
 from core.retrieval.index import VectorIndex
 from core.retrieval.memo import memoised
-from core.settings import PROJECT_ROOT
+from core.settings import PROJECT_ROOT, Settings
+from core.study.hybrid import run_hybrid
 from core.study.ksweep import run_ksweep
 from core.study.main_study import run_main
 from core.study.scaling import run_scaling
@@ -249,3 +252,79 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+# ---------------------------------------------------------------- the dashboard's test data (AppTest and the browser)
+
+APP = PROJECT_ROOT / "app.py"
+TIMEOUT_S = 60
+EVIL_DESCRIPTION = "<script>alert(1)</script> ![pwn](http://evil.example/x.png) **bold** :red[red]"
+APIS = (*SMALL_APIS, Api("Evil Widget", "render page", "Data", EVIL_DESCRIPTION))
+QUERIES = (
+    Query("G1_instruction", "G1", 1, "Find hotels in Paris with prices", (H,), (H, HD)),
+    Query("G1_instruction", "G1", 2, "Tell me a random joke", (JK,), (JK,)),
+    Query("G1_instruction", "G1", 3, "Weather forecast for Berlin", (WX,), (WX,)),
+    Query("G2_instruction", "G2", 4, "Find hotels in London and check the currency exchange rate", (H, FX), (H, FX)),
+    Query("G2_instruction", "G2", 5, "Tell me a random joke and the weather forecast for Rome", (JK, WX), (JK, WX)),
+    Query("G2_instruction", "G2", 6, "Look up my IP address and convert 20 dollars", (IP, CV), (IP, CV)),
+)
+MAIN_K = 3
+
+
+def write_data(folder: Path) -> Path:
+    return write_compact_data(folder, APIS, [
+        {"subset": q.subset, "group": q.group, "query_id": q.query_id, "query": q.query,
+         "relevant_apis": q.relevant_apis, "api_list": q.api_list} for q in QUERIES])
+
+
+def build_app_env(folder: Path) -> dict[str, str]:
+    """Tiny data + a filled results database + a private cache; returns the environment to run the app with."""
+    env = {"TOOLBENCH_DATA": str(write_data(folder / "toolbench")), "CACHE_DIR": str(folder / "cache"),
+           "LLM_BACKEND": "offline", "DATABASE_URL": f"sqlite:///{folder / 'results.sqlite'}", "REGISTRY": "full",
+           "INDEX_DIR": str(folder / "index")}
+    encoder = FakeEncoder()
+    registry = Registry("full", APIS)
+    retriever = Retriever(registry, encoder, VectorIndex(encoder.encode(registry.documents)))
+    store = Store(env["DATABASE_URL"])
+    run_main(store, retriever, agents_factory(Settings.from_env(env=env), retriever), QUERIES, runs=2, k=MAIN_K,
+             commit="test")
+    run_ksweep(store, retriever, QUERIES, ks=(1, MAIN_K, 5), commit="test")
+    run_hybrid(store, retriever, QUERIES, commit="test")
+    run_scaling(store, retriever, QUERIES, sizes=(6, None), seeds=2, k=MAIN_K, commit="test")
+    store.close()
+    return env
+
+
+SCRUBBED = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "EMBEDDING_MODEL")
+
+
+# ---------------------------------------------------------------- pandas twins of the reader's SQL run means
+# core.analysis.reader computes run means in SQL (RUN_MEANS, trajectory_means); these per-query versions are
+# the reference the tests check those SQL expressions against.
+
+def main_columns(gold: str) -> list[str]:
+    """The per-query columns main_table needs run means of."""
+    return [A.metric_column(metric, gold) for metric in A.MAIN_METRICS]
+
+
+def divergence_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Per-query divergence on PtR rows: not_identical (top-k set differs from RtP's) and disjoint
+    (no API in common); NaN on rows that were not compared (RtP rows)."""
+    compared = df["same_as_rtp"].notna()
+    return df.assign(
+        not_identical=np.where(compared, (~df["same_as_rtp"].fillna(True).astype(bool)).astype(float), np.nan),
+        disjoint=np.where(compared, (pd.to_numeric(df["rtp_overlap"]) == 0).astype(float), np.nan))
+
+
+def trajectory_columns(df: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
+    """Per-query planner measures on rows that have a plan: refusal, parse_error, miss (retrieval recall
+    is 0: a complete miss), and on misses only (NaN otherwise) wrong_tool (the planner still selected
+    something) and refusal_on_miss. Run means of these feed `trajectory`."""
+    planned = df[df["plan_steps"].notna()]
+    recall = pd.to_numeric(planned[f"recall_{gold}"], errors="coerce").astype(float)
+    miss = recall < A.EPS
+    refusal = planned["plan_refusal"].astype(float)
+    return planned.assign(refusal=refusal, parse_error=planned["plan_parse_error"].astype(float),
+                          miss=miss.astype(float),
+                          wrong_tool=np.where(miss, (planned["plan_apis_named"] > 0).astype(float), np.nan),
+                          refusal_on_miss=np.where(miss, refusal, np.nan))

@@ -13,66 +13,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.retrieval.discovery import Retriever
-from core.agents.factory import agents_factory
-from core.study.hybrid import run_hybrid
-from core.study.ksweep import run_ksweep
-from core.study.main_study import run_main
-from core.study.scaling import run_scaling
-from core.retrieval.index import VectorIndex
 from core.agents.factory import Agents
 from core.agents.llm import LLMError
 from core.agents.planner import LLMPlanner
-from core.data.registry import Registry
+from core.agents.stubs import LLMStubWriter
 from core.settings import Settings
 from core.study.store import Store
-from core.agents.stubs import LLMStubWriter
-from core.data.toolbench import Api, Query
-from tests.conftest import SMALL_APIS, FakeEncoder, write_compact_data
+from tests.helpers import APIS, APP, EVIL_DESCRIPTION, MAIN_K, QUERIES, SCRUBBED, TIMEOUT_S, build_app_env
 from ui.widgets import GOLD_BADGE
-
-APP = Path(__file__).resolve().parent.parent / "app.py"
-TIMEOUT_S = 60
-EVIL_DESCRIPTION = "<script>alert(1)</script> ![pwn](http://evil.example/x.png) **bold** :red[red]"
-APIS = (*SMALL_APIS, Api("Evil Widget", "render page", "Data", EVIL_DESCRIPTION))
-H, HD, FX, CV = ("Hotels", "search hotels"), ("Hotels", "hotel details"), ("Currency", "exchange rate"), ("Currency", "convert")
-IP, WX, JK = ("IP Lookup", "ip info"), (" Weather", "forecast"), ("Jokes", "random joke")
-QUERIES = (
-    Query("G1_instruction", "G1", 1, "Find hotels in Paris with prices", (H,), (H, HD)),
-    Query("G1_instruction", "G1", 2, "Tell me a random joke", (JK,), (JK,)),
-    Query("G1_instruction", "G1", 3, "Weather forecast for Berlin", (WX,), (WX,)),
-    Query("G2_instruction", "G2", 4, "Find hotels in London and check the currency exchange rate", (H, FX), (H, FX)),
-    Query("G2_instruction", "G2", 5, "Tell me a random joke and the weather forecast for Rome", (JK, WX), (JK, WX)),
-    Query("G2_instruction", "G2", 6, "Look up my IP address and convert 20 dollars", (IP, CV), (IP, CV)),
-)
-MAIN_K = 3
-
-
-def write_data(folder: Path) -> Path:
-    return write_compact_data(folder, APIS, [
-        {"subset": q.subset, "group": q.group, "query_id": q.query_id, "query": q.query,
-         "relevant_apis": q.relevant_apis, "api_list": q.api_list} for q in QUERIES])
-
-
-def build_app_env(folder: Path) -> dict[str, str]:
-    """Tiny data + a filled results database + a private cache; returns the environment to run the app with."""
-    env = {"TOOLBENCH_DATA": str(write_data(folder / "toolbench")), "CACHE_DIR": str(folder / "cache"),
-           "LLM_BACKEND": "offline", "DATABASE_URL": f"sqlite:///{folder / 'results.sqlite'}", "REGISTRY": "full",
-           "INDEX_DIR": str(folder / "index")}
-    encoder = FakeEncoder()
-    registry = Registry("full", APIS)
-    retriever = Retriever(registry, encoder, VectorIndex(encoder.encode(registry.documents)))
-    store = Store(env["DATABASE_URL"])
-    run_main(store, retriever, agents_factory(Settings.from_env(env=env), retriever), QUERIES, runs=2, k=MAIN_K,
-             commit="test")
-    run_ksweep(store, retriever, QUERIES, ks=(1, MAIN_K, 5), commit="test")
-    run_hybrid(store, retriever, QUERIES, commit="test")
-    run_scaling(store, retriever, QUERIES, sizes=(6, None), seeds=2, k=MAIN_K, commit="test")
-    store.close()
-    return env
-
-
-SCRUBBED = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "EMBEDDING_MODEL")
 
 
 @pytest.fixture(scope="module")

@@ -544,12 +544,6 @@ def test_the_checker_passes_a_clean_synthetic_package(tmp_path):
 
 TESTS_DIR = PROJECT_ROOT / "tests"
 BENCHMARKS_DIR = PROJECT_ROOT / "benchmarks"
-# Imports between test modules still in files this test cannot change yet; each names what to move
-# into tests/helpers.py. An entry that no longer occurs fails the test, so the list only shrinks.
-KNOWN_TEST_TO_TEST = {
-    ("test_browser", "tests.test_app_pages"),  # APP, MAIN_K, SCRUBBED, build_app_env
-    ("test_browser", "tests.test_local_llm"),  # MODEL_CACHE, llama_built: already in tests.helpers
-}
 
 
 def _test_module_imports(folder: Path) -> list[tuple[str, str, int]]:
@@ -568,13 +562,10 @@ def _test_module_imports(folder: Path) -> list[tuple[str, str, int]]:
 
 def test_test_modules_import_only_helpers_and_conftest():
     shared = {"tests.helpers", "tests.fake_llm_servers", "tests.conftest"}
-    found = [(stem, name, line) for stem, name, line in _test_module_imports(TESTS_DIR) if name not in shared]
-    unexpected = [f"    tests/{stem}.py:{line}: imports {name}" for stem, name, line in found
-                  if (stem, name) not in KNOWN_TEST_TO_TEST]
+    unexpected = [f"    tests/{stem}.py:{line}: imports {name}" for stem, name, line in _test_module_imports(TESTS_DIR)
+                  if name not in shared]
     assert not unexpected, ("test modules import another test module; move what they share into tests/helpers.py "
                             "(or conftest.py):\n" + "\n".join(unexpected))
-    stale = KNOWN_TEST_TO_TEST - {(stem, name) for stem, name, _ in found}
-    assert not stale, f"fixed, so remove from KNOWN_TEST_TO_TEST in tests/test_architecture.py: {sorted(stale)}"
 
 
 def test_benchmarks_import_nothing_from_tests():

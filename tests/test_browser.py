@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_DATA
-from tests.test_app_pages import APP, MAIN_K, SCRUBBED, build_app_env
+from tests.helpers import APP, MAIN_K, MODEL_CACHE, SCRUBBED, build_app_env, llama_built
 
 pytestmark = pytest.mark.browser
 # Tests must not rewrite tracked files: the screenshot goes to SCREENSHOT_DIR (default: the temp dir).
@@ -100,8 +100,6 @@ def full_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The full registry with the local backend: gemma-3-270m on llama.cpp, as `make llm` left it."""
-    from tests.test_local_llm import MODEL_CACHE, llama_built
-
     if not llama_built() and not os.environ.get("CI"):
         pytest.skip("llama.cpp is not built here: run `make llm`")
     folder = tmp_path_factory.mktemp("local")

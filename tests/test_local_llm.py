@@ -23,7 +23,6 @@ from core.agents.llm.local_model import DEFAULT_FILE, LocalModelError, resolve_l
 from core.agents.prompts import STYLES
 from core.settings import PROJECT_ROOT, Settings
 from core.agents.stubs import LLMStubWriter
-# MODEL_CACHE and llama_built are also imported from here by test_browser
 from tests.helpers import MODEL_CACHE, free_port, llama_built
 
 QUERIES = ("find the top tracks of Taylor Swift on Spotify and then search YouTube for the official video",

@@ -18,7 +18,7 @@ from core.analysis.report import build_report, render_text
 from core.analysis.paper import load_paper
 from core.analysis.reader import PER_QUERY_COLUMNS, ResultsReader
 from core.settings import PROJECT_ROOT
-from tests.helpers import run_study
+from tests.helpers import divergence_columns, main_columns, run_study, trajectory_columns
 
 SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid", "router",
             "cost", "backends"}
@@ -114,20 +114,20 @@ def test_sql_run_means_match_the_pandas_analyses(study_url: str) -> None:
     for gold in ("api_list", "relevant"):
         main = per_query_rows(study_url, "main")
         main = main.assign(**{c: main[c].astype(float) for c in ("plan_pass_api_list", "plan_pass_relevant")})
-        expected = A.main_table(A.run_means(main, A.main_columns(gold)), gold)
+        expected = A.main_table(A.run_means(main, main_columns(gold)), gold)
         pd.testing.assert_frame_equal(reader.main_table(gold), expected, check_dtype=False)
         sweep = per_query_rows(study_url, "ksweep")
         cols = [f"recall_{gold}", f"precision_{gold}"]
         expected = A.ksweep_table(A.run_means(sweep, cols, ("subset", "arch", "k")), gold)
         pd.testing.assert_frame_equal(reader.ksweep(gold), expected, check_dtype=False)
-        scaling = A.divergence_columns(per_query_rows(study_url, "scaling").assign(
+        scaling = divergence_columns(per_query_rows(study_url, "scaling").assign(
             same_as_rtp=lambda d: d["same_as_rtp"].map({1: True, 0: False})))
         per_seed = A.run_means(scaling, [*cols, "not_identical", "disjoint"],
                                ("subset", "arch", "k", "sub_size", "sub_seed"))
         pd.testing.assert_frame_equal(reader.scaling(gold).drop(columns="gold_share"),
                                       A.scaling_table(per_seed, gold), check_dtype=False)
         main["plan_matched"] = main["plan_matched"].map(lambda m: json.loads(m) if m else None)
-        per_run = A.run_means(A.trajectory_columns(main, gold), list(A.TRAJECTORY_MEASURES.values()))
+        per_run = A.run_means(trajectory_columns(main, gold), list(A.TRAJECTORY_MEASURES.values()))
         expected = A.trajectory(per_run, A.planner_jaccard(main))
         pd.testing.assert_frame_equal(reader.trajectory(gold), expected, check_dtype=False)
 

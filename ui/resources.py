@@ -19,6 +19,7 @@ from core.study.single_query import inspect_query
 from core.data.loaders import registry_for
 from core.data.registry import UNKNOWN_CATEGORY
 from core.analysis.reader import ResultsReader
+from core.backends import BACKEND_LIST
 from core.settings import Settings
 from core.study.store import sqlite_path
 from ui.projection import Projection, fit_pca, sample_rows
@@ -27,9 +28,10 @@ MAP_SAMPLE = 5_000  # registry vectors the PCA map is fitted on and draws
 
 
 def available_backends(settings: Settings) -> list[str]:
-    """Backends the Inspector offers: the configured one, the local model (which says how to install it
-    when it is not), and offline, which needs nothing."""
-    return list(dict.fromkeys([settings.llm_backend, "local", "offline"]))
+    """Backends the Inspector offers: the configured one, then every declared backend that needs no key and
+    no server (the local model, which says how to install it when it is not; the offline heuristic)."""
+    anywhere = sorted((b for b in BACKEND_LIST if b.needs_nothing), key=lambda b: not b.is_llm)  # LLMs first
+    return list(dict.fromkeys([settings.llm_backend, *(b.name for b in anywhere)]))
 
 
 def with_backend(settings: Settings, backend: str) -> Settings:

@@ -121,7 +121,7 @@ def _as_share(condition: ColumnElement, column: ColumnElement) -> ColumnElement:
 
 
 # Per-run means the aggregate tables need, as SQL expressions: the SQL twins of analysis.run_means over
-# the per-query columns, divergence_columns and trajectory_columns (tests check they agree).
+# the per-query columns (tests.helpers holds their pandas twins, and the tests check that they agree).
 RUN_MEANS = {
     **{c: getattr(QueryResult, c) for c in GOLD_SCORES},
     "plan_pass_api_list": _as_share(QueryResult.plan_pass_api_list.is_(True), QueryResult.plan_pass_api_list),
@@ -135,7 +135,7 @@ RUN_MEANS = {
 
 
 def trajectory_means(gold: str) -> dict[str, ColumnElement]:
-    """SQL twins of analysis.trajectory_columns' miss-dependent measures for one gold definition."""
+    """The planner measures that depend on a miss (retrieval recall 0), in SQL, for one gold definition."""
     recall, planned = getattr(QueryResult, f"recall_{gold}"), QueryResult.plan_steps.is_not(None)
     miss = and_(planned, recall == 0)
     return {"miss": case((~planned, null()), (miss, 1.0), else_=0.0),

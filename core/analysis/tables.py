@@ -125,11 +125,6 @@ def over_runs(per_run: pd.DataFrame, columns: Sequence[str], by: Sequence[str]) 
     return pd.DataFrame(rows, columns=out_cols)
 
 
-def main_columns(gold: str) -> list[str]:
-    """The per-query columns main_table needs run means of."""
-    return [metric_column(metric, gold) for metric in MAIN_METRICS]
-
-
 def main_table(per_run: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
     """subset x metric: RtP and PtR mean±std over runs, p-value and test name, better side, sizes.
 
@@ -212,18 +207,9 @@ def win_counts(pq: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def divergence_columns(df: pd.DataFrame) -> pd.DataFrame:
-    """Per-query divergence on PtR rows: not_identical (top-k set differs from RtP's) and disjoint
-    (no API in common); NaN on rows that were not compared (RtP rows)."""
-    compared = df["same_as_rtp"].notna()
-    return df.assign(
-        not_identical=np.where(compared, (~df["same_as_rtp"].fillna(True).astype(bool)).astype(float), np.nan),
-        disjoint=np.where(compared, (pd.to_numeric(df["rtp_overlap"]) == 0).astype(float), np.nan))
-
-
 def divergence(per_run: pd.DataFrame, by: Sequence[str] = ("subset",)) -> pd.DataFrame:
     """Tool-selection divergence: share of queries whose PtR top-k set is not identical to RtP's,
-    and share whose sets are disjoint; per run (or seed) means of `divergence_columns`, over runs."""
+    and share whose sets are disjoint; per run (or seed) means of the per-query divergence (reader.RUN_MEANS), over runs."""
     by = list(by)
     columns = [*by, "not_identical", "not_identical_std", "disjoint", "disjoint_std", "runs"]
     ptr = per_run[(per_run["arch"] == "ptr") & per_run["not_identical"].notna()] if not per_run.empty else per_run
@@ -240,29 +226,15 @@ def jaccard(a: frozenset, b: frozenset) -> float:
     return len(a & b) / len(union) if union else math.nan
 
 
-# Trajectory table column -> per-run mean column (see trajectory_columns).
+# Trajectory table column -> per-run mean column (reader.RUN_MEANS and trajectory_means compute them in SQL).
 TRAJECTORY_MEASURES = {"fidelity": "plan_fidelity", "selection_rate": "plan_selection_rate", "steps": "plan_steps",
                        "apis_named": "plan_apis_named", "refusal_rate": "refusal", "parse_error_rate": "parse_error",
                        "complete_miss_rate": "miss", "wrong_tool_rate": "wrong_tool",
                        "refusal_on_miss": "refusal_on_miss"}
 
 
-def trajectory_columns(df: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
-    """Per-query planner measures on rows that have a plan: refusal, parse_error, miss (retrieval recall
-    is 0: a complete miss), and on misses only (NaN otherwise) wrong_tool (the planner still selected
-    something) and refusal_on_miss. Run means of these feed `trajectory`."""
-    planned = df[df["plan_steps"].notna()]
-    recall = pd.to_numeric(planned[f"recall_{gold}"], errors="coerce").astype(float)
-    miss = recall < EPS
-    refusal = planned["plan_refusal"].astype(float)
-    return planned.assign(refusal=refusal, parse_error=planned["plan_parse_error"].astype(float),
-                          miss=miss.astype(float),
-                          wrong_tool=np.where(miss, (planned["plan_apis_named"] > 0).astype(float), np.nan),
-                          refusal_on_miss=np.where(miss, refusal, np.nan))
-
-
 def trajectory(per_run: pd.DataFrame, jaccard_by_subset: dict[str, float]) -> pd.DataFrame:
-    """Per subset and architecture: planner behaviour, run means of `trajectory_columns` over runs.
+    """Per subset and architecture: planner behaviour, run means of the per-query planner measures (reader.trajectory_means) over runs.
 
     wrong_tool_rate: among queries whose retrieval recall is 0 (a complete miss), the share where the
     planner still selected something. refusal_on_miss: the share that refused. planner_jaccard (same

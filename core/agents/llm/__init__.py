@@ -34,5 +34,9 @@ def __getattr__(name: str) -> Any:
 
 
 def make_client(settings: Settings) -> LLMClient | None:
-    """The configured backend's client (core.backends declares which), or None for the offline heuristic."""
-    return settings.backend.make_client(settings)
+    """The configured backend's client, as core.backends declares it; None for the offline heuristic."""
+    client = settings.backend.client
+    if client is None:
+        return None
+    module, _, function = client.partition(":")
+    return getattr(importlib.import_module(module), function)(settings)

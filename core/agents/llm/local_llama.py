@@ -14,7 +14,6 @@ call at a time (a lock); `instances` > 1 loads more copies for parallel calls.
 from __future__ import annotations
 
 import ctypes
-import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +28,6 @@ from core.agents.llm.grammar import gbnf
 from core.agents.llm.local_model import LocalModel, LocalModelError, llama_cpp_module, quantisation_of, resolve_local_model
 from core.settings import Settings
 
-log = logging.getLogger(__name__)
 N_CTX = 4096
 MAX_TOKENS = 512
 # Prompts are evaluated in aligned chunks of this many tokens, and a chunk shared with the previous
