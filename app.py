@@ -3,7 +3,7 @@
 Run with `streamlit run app.py`. Pages live in app_pages/, not pages/: Streamlit treats a folder
 named pages/ as a legacy multipage app, and a shared link opened first (e.g. /inspector?qid=...)
 would then run its page without this file, i.e. without sidebar, banner or settings. Pages read the
-widgets set here through st.session_state ("registry", "gold", "k_default").
+widgets set here through st.session_state ("registry", "gold", "k_default"), which are bound to the URL.
 """
 from __future__ import annotations
 
@@ -48,16 +48,17 @@ except ValueError as exc:  # a bad REGISTRY or LLM_BACKEND value: say which, and
     error(f"Configuration error: {exc}")
     st.stop()
 
-st.session_state.setdefault("registry", settings.registry)
-st.session_state.setdefault("gold", "api_list")
-st.session_state.setdefault("k_default", 5)
+# Every choice here is bound to the URL (?registry=, ?gold=, ?k_default=; absent = the default), so a
+# reloaded or shared link shows the same numbers; the pages bind their own pickers the same way.
 with st.sidebar:
-    st.radio("Registry", REGISTRIES, key="registry", format_func=REGISTRY_LABELS.get,
+    st.radio("Registry", REGISTRIES, key="registry", index=REGISTRIES.index(settings.registry),
+             format_func=REGISTRY_LABELS.get, bind="query-params",
              help="Which API registry the live index searches. Results pages show what the benchmark stored.")
-    st.radio("Gold APIs", list(GOLD_LABELS), key="gold", format_func=GOLD_LABELS.get,
+    st.radio("Gold APIs", list(GOLD_LABELS), key="gold", format_func=GOLD_LABELS.get, bind="query-params",
              help="api_list: the APIs a query was generated from (close to the paper's ground truth). "
                   "relevant: ToolBench's 'relevant APIs'. Every number on every page uses this choice.")
-    st.slider("Default k", 1, 20, key="k_default", help="How many APIs each architecture retrieves.")
+    st.slider("Default k", 1, 20, value=5, key="k_default", bind="query-params",
+              help="How many APIs each architecture retrieves.")
     st.caption(f"LLM backend: **{md(settings.backend_label, 80)}**  \nEmbedding model: {md(settings.embedding_model, 80)}")
 
 settings = current_settings()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.analysis.provenance import provenance, provenance_line
 from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
@@ -11,6 +12,7 @@ from core.data.toolbench import subset_order
 from ui import tables
 from ui.figures import OUTCOME_NAMES
 from ui.page_settings import current_settings
+from ui.safe import md
 from ui.widgets import download_buttons, results_ready, safe_read
 
 settings = current_settings()
@@ -23,7 +25,7 @@ setup = safe_read(settings, ResultsReader.setup) or {}
 sweep = safe_read(settings, ResultsReader.ksweep, gold=gold)
 ks = sorted({int(setup.get("k", 5)), *(sweep["k"].astype(int).tolist() if isinstance(sweep, pd.DataFrame) else [])})
 top = st.columns([1, 2, 2, 2])
-k = top[0].selectbox("k", ks, index=ks.index(int(setup.get("k", 5))))
+k = top[0].selectbox("k", ks, index=ks.index(int(setup.get("k", 5))), key="ex_k", bind="query-params")
 per_query = safe_read(settings, ResultsReader.per_query, None, gold=gold, k=k)
 if per_query is None or per_query.empty:
     st.info(f"No per-query results at k = {k} yet.")
@@ -34,15 +36,19 @@ except DataNotFoundError:
     texts = {}
     st.caption("ToolBench data not found: query texts are not shown (set TOOLBENCH_DATA).")
 
-subsets = top[1].multiselect("Subset", subset_order(per_query["subset"]), placeholder="all subsets")
-outcomes = top[2].multiselect("Outcome", list(OUTCOME_NAMES), format_func=OUTCOME_NAMES.get, placeholder="any outcome")
-text = top[3].text_input("Text in query or stubs", placeholder="e.g. weather")
-diff = st.slider("Recall difference (PtR − RtP)", -1.0, 1.0, (-1.0, 1.0), step=0.05)
+# Every filter is bound to the URL (?ex_subset=…&ex_outcome=…&ex_text=…&ex_diff=…): a filtered view is a link.
+subsets = top[1].multiselect("Subset", subset_order(per_query["subset"]), placeholder="all subsets",
+                             key="ex_subset", bind="query-params")
+outcomes = top[2].multiselect("Outcome", list(OUTCOME_NAMES), format_func=OUTCOME_NAMES.get, placeholder="any outcome",
+                              key="ex_outcome", bind="query-params")
+text = top[3].text_input("Text in query or stubs", placeholder="e.g. weather", key="ex_text", bind="query-params")
+diff = st.slider("Recall difference (PtR − RtP)", -1.0, 1.0, (-1.0, 1.0), step=0.05, key="ex_diff",
+                 bind="query-params")
 
 rows = tables.filter_examples(tables.join_queries(per_query, texts), subsets, outcomes, diff, text)
 rows = rows.assign(inspect=tables.inspector_links(rows, k), outcome=rows["outcome"].map(OUTCOME_NAMES))
-st.caption(f"{len(rows):,} of {len(per_query):,} queries · gold = {gold} · k = {k} · "
-           "select a row to open it in the Inspector, or use its link.")
+st.caption(f"{len(rows):,} of {len(per_query):,} queries · {md(provenance_line(provenance(setup, gold, k)), 300)} · "
+           "select a row to open it in the Inspector, or use its link; the URL keeps these filters.")
 picked = st.dataframe(
     rows, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row", key="examples_table",
     column_order=["subset", "query_id", "inspect", "query", "outcome", "rtp_recall", "ptr_recall", "recall_diff",
@@ -56,7 +62,7 @@ picked = st.dataframe(
         "n_stubs": st.column_config.NumberColumn("stubs", format="%d"),
         "inspect": st.column_config.LinkColumn("open", display_text="Inspector ↗"),
     })
-download_buttons(rows.drop(columns=["inspect"]), f"examples_{gold}_k{k}")
+download_buttons(rows.drop(columns=["inspect"]), f"examples_{gold}_k{k}", provenance(setup, gold, k))
 
 selected = picked.selection.rows if picked else []
 if selected:

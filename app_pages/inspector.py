@@ -16,11 +16,12 @@ from core.data.loaders import queries_for, registry_for
 from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
 from ui.safe import md, one_line
-from ui.page_settings import current_settings
+from ui.page_settings import current_settings, shared_choices
 from ui.resources import available_backends, inspect_live, results, with_backend
 from ui.inspector_view import K_MAX, K_MIN, View, parse_view, with_gold
-from ui.widgets import (arch_column, describe, error, hybrid_section, index_gate, json_download, router_verdict,
-                        safe_read)
+from ui.gold_section import gold_section
+from ui.widgets import (arch_column, describe, error, hybrid_section, index_gate, json_download, quiet_retriever,
+                        router_verdict, safe_read)
 
 MODES = ("Your query", "Benchmark query")
 URL_KEYS = ("q", "qid", "k", "backend")
@@ -85,8 +86,12 @@ backend = knob_backend.selectbox("LLM backend", backends, key="insp_backend",
 
 view = View("" if query or len(text) > MAX_URL_QUERY else text, (query.subset, query.query_id) if query else None,
             k, backend)
-if st.query_params.to_dict() != view.params():
-    st.query_params.from_dict(view.params())
+wanted = view.params()
+for key in URL_KEYS:  # only the Inspector's own keys: the sidebar's are bound to the URL by their widgets
+    if key in wanted and st.query_params.get(key) != wanted[key]:
+        st.query_params[key] = wanted[key]
+    elif key not in wanted and key in st.query_params:
+        del st.query_params[key]
 state["insp_applied"] = state["insp_view"] = view.params()
 
 if not text.strip():
@@ -96,7 +101,8 @@ if not text.strip():
 gold_def = state.get("gold", "api_list")
 gold = query.gold(gold_def) if query else None
 if query is not None:
-    st.caption(f"Gold APIs ({gold_def}): " + ", ".join(md(f"{t.strip()}/{a.strip()}", 80) for t, a in sorted(gold)))
+    st.caption(f"Gold APIs ({gold_def}): " + ", ".join(md(f"{t.strip()}/{a.strip()}", 80) for t, a in sorted(gold))
+               + " · why each was found or missed: below the two columns")
 run_settings = with_backend(settings, backend)
 view_key = urlencode(view.params(), safe=":")
 
@@ -156,15 +162,20 @@ else:
     except DataNotFoundError:
         lookup = describe(None)
     with rtp_slot:
-        arch_column("rtp", result.get("rtp"), lookup, k)
+        arch_column("rtp", result.get("rtp"), lookup, k, stored=True)
 
 if stored:
     with ptr_slot:
-        arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
+        arch_column("ptr", result.get("ptr"), lookup, k, failure=failure, stored=True)
 else:
     with ptr_box.container():
         arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
 hybrid_section(result.get("hybrid"), lookup, k)
+if stored:
+    registry_name = (result.get("provenance") or {}).get("registry_name")
+    retriever = quiet_retriever(settings.with_(registry=registry_name) if registry_name in ("full", "documented")
+                                else settings)
+gold_section(text, result, query, gold_def, k, retriever)
 if safe_read(settings, ResultsReader.available):
     router_verdict((result.get("rtp") or {}).get("top1_score"), safe_read(settings, ResultsReader.router_fit, gold=gold_def, k=k))
 
@@ -177,8 +188,12 @@ with info:
     else:
         st.caption(f"Computed live · registry {md(settings.registry)} · backend {md(backend)}"
                    + (f" · gold = {gold_def}" if gold is not None else " · no gold for free text"))
-    st.caption("Share this view: the page's URL reproduces it.")
-    st.code("?" + view_key, language=None)
+    if query is None and len(text) > MAX_URL_QUERY:
+        st.warning(f"The link omits this query: it has {len(text):,} characters, more than a URL carries "
+                   f"({MAX_URL_QUERY:,} here). Download the view as JSON to share it.", icon=":material/link_off:")
+    else:
+        st.caption("Share this view: the page's URL reproduces it, with the sidebar's choices.")
+    st.code("?" + urlencode({**wanted, **shared_choices()}, safe=":"), language=None)
 with actions:
     if len(text) <= MAX_URL_QUERY:
         st.page_link("app_pages/registry.py", label="Show on the embedding map", icon=":material/scatter_plot:",

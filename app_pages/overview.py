@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.analysis.provenance import provenance, provenance_line
 from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
@@ -11,6 +12,7 @@ from core.analysis import paper
 from ui import figures, tables
 from ui.safe import md
 from ui.index_job import index_job
+from ui.leaderboard import leaderboard
 from ui.page_settings import current_settings
 from ui.resources import db_figure
 from ui.widgets import results_ready, safe_read
@@ -33,17 +35,24 @@ with chart:
         main = safe_read(settings, ResultsReader.main_table, gold=gold)
         setup = safe_read(settings, ResultsReader.setup) or {}
         if main is not None and setup:
-            chart_fig = db_figure(settings, ("crossover", gold, None, "recall"),
-                                  lambda: figures.crossover(main, paper.main_points(ref), "recall", int(setup["k"])))
+            source = provenance(setup, gold)
+            chart_fig = db_figure(settings, ("crossover", gold, None, "recall"), lambda: figures.crossover(
+                main, paper.main_points(ref), "recall", int(setup["k"]), setup["backend_label"], gold), source)
             st.plotly_chart(chart_fig, width="stretch")
-            st.caption(f"Ours: mean ± std over {setup['runs']} run(s); {md(setup['backend_label'], 60)}, "
-                       f"{md(setup['embedding_model'], 60)}, {setup['registry_size']:,} APIs, gold = {gold}. "
-                       "Paper: open diamonds (gte-base, Gemini 2.5 Flash, 46,984 APIs, 4 runs).")
+            st.caption(f"Ours: mean ± std over {setup['runs']} run(s); {md(provenance_line(source), 300)}. "
+                       "Paper: open diamonds (gte-base, Gemini 2.5 Flash, 46,984 APIs, 4 runs), on the three subsets "
+                       "it reports.")
 with side:
     st.markdown("**The paper's figures** (k = 5, Gemini 2.5 Flash)")
     points = paper.main_points(ref)
     st.dataframe(tables.paper_table(points[points["metric"].isin(["recall", "precision"])]), hide_index=True,
                  width="stretch")
+
+st.subheader("Leaderboard")
+st.caption("Every backend's latest stored study beside the paper: the Results page has the same table and the "
+           "tests behind it.")
+if results_ready(settings):
+    leaderboard(settings, gold, key="lb_metric")
 
 st.subheader("Status")
 

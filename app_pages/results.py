@@ -9,7 +9,10 @@ import math
 import pandas as pd
 import streamlit as st
 
+from core.analysis.provenance import provenance, provenance_line
 from core.analysis.reader import ResultsReader
+from core.data.loaders import queries_for
+from core.settings import DataNotFoundError
 from core.analysis import tables as analysis, router
 from core.data.toolbench import subset_order
 from core.study import catalog
@@ -17,6 +20,7 @@ from core.analysis import paper
 from ui import figures, tables
 from ui.safe import md
 from ui.page_settings import current_settings
+from ui.leaderboard import leaderboard
 from ui.resources import db_figure
 from ui.widgets import download_buttons, results_ready, safe_read
 
@@ -31,51 +35,70 @@ mains = runs[(runs["kind"] == "main") & (runs["status"] == "complete")] if isins
 backends = sorted(mains["llm_backend"].unique().tolist()) if mains is not None and len(mains) else []
 left, right = st.columns([1, 3])
 backend = left.selectbox("Runs of backend", [None, *backends],
-                         format_func=lambda b: "latest main study" if b is None else b,
+                         format_func=lambda b: "latest main study" if b is None else b, key="runs_of",
+                         bind="query-params",
                          help="Tables use the latest complete runs of one setup (registry, model, backend, prompts).")
 setup = safe_read(settings, ResultsReader.setup, backend=backend)
 if not setup:
     st.info("No complete main study for this choice yet.")
     st.stop()
-right.caption(f"Setup: {md(setup['backend_label'], 60)} · {md(setup['embedding_model'], 60)} · registry "
-              f"{md(setup['registry_name'])} ({setup['registry_size']:,} APIs) · k = {setup['k']} · {setup['runs']} run(s) · "
-              f"gold = **{gold}** · commit {md(str(setup['git_commit'])[:10])}")
+source = provenance(setup, gold)
+system = setup["backend_label"]
+right.caption(f"Setup: {md(provenance_line(source), 300)} · {setup['runs']} run(s). Every download and chart "
+              "carries these fields.")
 ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
 
 
 def main_tab() -> None:
-    """The main comparison: table, paired tests, crossover chart beside the paper's."""
+    """The main comparison: per-query intervals and paired tests (run-level tests only where runs vary), the
+    crossover chart beside the paper's."""
     main = safe_read(settings, ResultsReader.main_table, gold=gold, backend=backend)
-    if main is not None:
+    if main is None:
+        return
+    k = int(setup["k"])
+    paired = safe_read(settings, ResultsReader.paired_tests, gold=gold, k=k, backend=backend)
+    vary = tables.runs_can_vary(main, int(setup["runs"]))
+    if paired is not None:
+        st.markdown("**RtP vs PtR, paired over queries**: means with bootstrap 95% intervals over queries")
+        st.dataframe(tables.paired_display(paired), hide_index=True, width="stretch")
+        st.caption(analysis.PAIRED_TESTS + "; p = – when every pair is identical.")
+        download_buttons(paired, f"paired_tests_{gold}", source)
+    if vary:
+        st.markdown("**Over runs**: mean ± std, with the run-level test named")
         st.dataframe(tables.main_table_styler(main), hide_index=True, width="stretch")
-        st.caption("Mean ± std over runs; the better side in bold; p-values from the test named, over runs.")
-        download_buttons(main, f"main_table_{gold}")
-        paired = safe_read(settings, ResultsReader.paired_tests, gold=gold, k=int(setup["k"]), backend=backend)
-        if paired is not None:
-            st.markdown("**Paired over queries** — meaningful even when runs do not vary (a deterministic backend)")
-            st.dataframe(paired, hide_index=True, width="stretch")
-            st.caption(analysis.PAIRED_TESTS + "; p = NaN when every pair is identical.")
-            download_buttons(paired, f"paired_tests_{gold}")
-        metric = st.radio("Chart metric", sorted(main["metric"].unique(), key=tables.metric_rank), horizontal=True,
-                          key="res_metric")
-        chart, side = st.columns([3, 2])
-        chart.plotly_chart(db_figure(settings, ("crossover", gold, backend, metric), lambda: figures.crossover(
-            main, paper.main_points(ref), metric, int(setup["k"]))), width="stretch")
-        with side:
-            st.markdown("**The paper** (Gemini 2.5 Flash)")
-            points = paper.main_points(ref)
-            st.dataframe(tables.paper_table(points[points["metric"] == metric]), hide_index=True, width="stretch")
+        st.caption("Mean ± std over runs; the better side in bold.")
+    else:
+        st.markdown("**All metrics** (means; the better side in bold)")
+        st.dataframe(tables.run_level_display(main), hide_index=True, width="stretch")
+        st.caption(f"{setup['runs']} run(s) that cannot differ ({md(system, 60)} is deterministic), so no run-level "
+                   "test is shown: the intervals and tests over queries above are the meaningful ones.")
+    st.caption(md(analysis.PASS_RATE_DEFINITION, 300))
+    download_buttons(main, f"main_table_{gold}", source)
+    metric = st.radio("Chart metric", sorted(main["metric"].unique(), key=tables.metric_rank), horizontal=True,
+                      key="res_metric", bind="query-params")
+    chart, side = st.columns([3, 2])
+    chart.plotly_chart(db_figure(settings, ("crossover", gold, backend, metric), lambda: figures.crossover(
+        main, paper.main_points(ref), metric, k, system, gold), source), width="stretch")
+    with side:
+        paper_metric = "pass_rate" if metric == "pass_rate_proxy" else metric
+        st.markdown("**The paper** (Gemini 2.5 Flash)")
+        points = paper.main_points(ref)
+        st.dataframe(tables.paper_table(points[points["metric"] == paper_metric]), hide_index=True, width="stretch")
+        if metric == "pass_rate_proxy":
+            st.caption("The paper's pass rate is ToolBench's LLM-judged one (an evaluator model decides whether the "
+                       "task was solved); ours is a proxy from the planner's reply alone, so the two are shown side "
+                       "by side, not on one chart.")
 
 
 def ksweep_tab() -> None:
     """Recall or precision against k, ours beside the paper's."""
     sweep = safe_read(settings, ResultsReader.ksweep, gold=gold, backend=backend)
     if sweep is not None:
-        metric = st.radio("Metric", ["recall", "precision"], horizontal=True, key="res_k_metric")
-        st.plotly_chart(db_figure(settings, ("ksweep", gold, backend, metric),
-                                  lambda: figures.ksweep(sweep, paper.ksweep_points(ref), metric)), width="stretch")
+        metric = st.radio("Metric", ["recall", "precision"], horizontal=True, key="res_k_metric", bind="query-params")
+        st.plotly_chart(db_figure(settings, ("ksweep", gold, backend, metric), lambda: figures.ksweep(
+            sweep, paper.ksweep_points(ref), metric, system), source), width="stretch")
         st.dataframe(sweep, hide_index=True, width="stretch")
-        download_buttons(sweep, f"ksweep_{gold}")
+        download_buttons(sweep, f"ksweep_{gold}", source)
 
 
 def scaling_tab() -> None:
@@ -83,9 +106,10 @@ def scaling_tab() -> None:
     scale = safe_read(settings, ResultsReader.scaling, gold=gold, backend=backend)
     if scale is not None:
         st.plotly_chart(db_figure(settings, ("scaling", gold, backend),
-                                  lambda: figures.scaling(scale, paper.scaling_divergence_points(ref))), width="stretch")
+                                  lambda: figures.scaling(scale, paper.scaling_divergence_points(ref)), source),
+                        width="stretch")
         st.dataframe(scale, hide_index=True, width="stretch")
-        download_buttons(scale, f"scaling_{gold}")
+        download_buttons(scale, f"scaling_{gold}", source)
         notes = safe_read(settings, ResultsReader.scaling_notes, backend=backend)
         if isinstance(notes, pd.DataFrame) and len(notes):
             st.caption("Sizes skipped:")
@@ -93,26 +117,46 @@ def scaling_tab() -> None:
 
 
 def per_query_tab() -> None:
-    """RtP vs PtR recall per query, and win counts beside the paper's."""
+    """RtP vs PtR recall per query (a click opens the Inspector), its table, and win counts beside the paper's."""
     k = int(setup["k"])
     per_query = safe_read(settings, ResultsReader.per_query, None, gold=gold, k=k, backend=backend)
-    if per_query is not None:
-        subsets = subset_order(per_query["subset"])
-        subset = st.selectbox("Subset", subsets, key="res_pq_subset") if subsets else None
-        chart, side = st.columns([3, 2])
-        chart.plotly_chart(db_figure(settings, ("per_query", gold, backend, subset),
-                                     lambda: figures.per_query_scatter(per_query[per_query["subset"] == subset])),
-                           width="stretch")
-        with side:
-            wins = safe_read(settings, ResultsReader.win_counts, gold=gold, backend=backend)
-            if wins is not None:
-                st.markdown(f"**Wins per subset** (ours, gold = {gold})")
-                st.dataframe(wins, hide_index=True, width="stretch")
-                download_buttons(wins, f"win_counts_{gold}")
-            st.markdown("**The paper's wins** (k = 5)")
-            st.dataframe(paper.wins_table(ref), hide_index=True, width="stretch")
-        st.dataframe(per_query, hide_index=True, width="stretch")
-        download_buttons(per_query, f"per_query_{gold}_k{k}")
+    if per_query is None:
+        return
+    subsets = subset_order(per_query["subset"])
+    subset = st.selectbox("Subset", subsets, key="res_pq_subset", bind="query-params") if subsets else None
+    part = per_query[per_query["subset"] == subset]
+    chart, side = st.columns([3, 2])
+    with chart:
+        picked = st.plotly_chart(db_figure(settings, ("per_query", gold, backend, subset),
+                                           lambda: figures.per_query_scatter(part), source),
+                                 width="stretch", on_select="rerun", selection_mode="points", key="pq_scatter")
+        st.caption("Click a point to open that query in the Inspector.")
+    points = (picked or {}).get("selection", {}).get("points") or []
+    if points and points[0].get("customdata"):
+        st.switch_page("app_pages/inspector.py", query_params={"qid": str(points[0]["customdata"][-1]), "k": str(k)})
+    with side:
+        wins = safe_read(settings, ResultsReader.win_counts, gold=gold, backend=backend)
+        if wins is not None:
+            st.markdown(f"**Wins per subset** (ours, gold = {gold})")
+            st.dataframe(wins, hide_index=True, width="stretch")
+            download_buttons(wins, f"win_counts_{gold}", source)
+        st.markdown("**The paper's wins** (k = 5)")
+        st.dataframe(paper.wins_table(ref), hide_index=True, width="stretch")
+    rows = tables.join_queries(part, query_texts())
+    rows = rows.assign(inspect=tables.inspector_links(rows, k))
+    first = ["subset", "query_id", "inspect", "query"]
+    st.markdown(f"**{len(rows):,} queries of {md(subset or '–')}**")
+    st.dataframe(rows, hide_index=True, width="stretch", column_order=first + [c for c in rows if c not in first],
+                 column_config={"query": st.column_config.TextColumn("query", width="large"),
+                                "inspect": st.column_config.LinkColumn("open", display_text="Inspector ↗")})
+    download_buttons(rows.drop(columns=["inspect"]), f"per_query_{subset}_{gold}_k{k}", source)
+
+
+def query_texts() -> dict[tuple[str, int], str]:
+    try:
+        return {(q.subset, q.query_id): q.query for q in queries_for(settings)}
+    except DataNotFoundError:
+        return {}
 
 
 def beyond_tab() -> None:
@@ -123,11 +167,11 @@ def beyond_tab() -> None:
                 "for requests that name one tool.")
     hybrid = safe_read(settings, ResultsReader.hybrid_table, gold=gold, backend=backend)
     if isinstance(hybrid, pd.DataFrame):
-        st.plotly_chart(db_figure(settings, ("hybrid", gold, backend), lambda: figures.hybrid_bars(hybrid, k)),
-                        width="stretch")
+        st.plotly_chart(db_figure(settings, ("hybrid", gold, backend), lambda: figures.hybrid_bars(hybrid, k),
+                                  source), width="stretch")
         st.dataframe(hybrid, hide_index=True, width="stretch")
         st.caption(md(analysis.HYBRID_NOTE, 800))
-        download_buttons(hybrid, f"hybrid_{gold}")
+        download_buttons(hybrid, f"hybrid_{gold}", source)
     st.divider()
     st.markdown("**Adaptive router.** The paper proposed, but did not test, routing each query by RtP's own top-1 "
                 "cosine: a high score means an API reads like the whole query (RtP's strength), a low one suggests a "
@@ -138,7 +182,7 @@ def beyond_tab() -> None:
     signal = safe_read(settings, ResultsReader.router_signal, gold=gold, k=k, backend=backend) or {}
     if isinstance(rtable, pd.DataFrame) and isinstance(curve, pd.DataFrame) and fit:
         st.plotly_chart(db_figure(settings, ("router", gold, backend, k), lambda: figures.router_curve(
-            curve, rtable, fit.get("threshold"))), width="stretch")
+            curve, rtable, fit.get("threshold")), source), width="stretch")
         st.dataframe(rtable, hide_index=True, width="stretch")
         st.caption(md(router.ROUTER_NOTE, 800))
         st.caption(f"Threshold fitted on all {fit['n']:,} queries: **{fit['threshold']:.3f}** (sends "
@@ -146,40 +190,69 @@ def beyond_tab() -> None:
                    f"thresholds {', '.join(f'{t:.3f}' for t in fit['fold_thresholds'])}. Spearman ρ of the top-1 "
                    f"cosine with PtR − RtP recall: {signal.get('spearman_rho', math.nan):+.3f} "
                    f"(p = {signal.get('p', math.nan):.3g}).")
-        download_buttons(rtable, f"router_{gold}_k{k}")
+        download_buttons(rtable, f"router_{gold}_k{k}", source)
     elif rtable is not None:
         st.info("The router needs stored per-query results of both architectures.")
 
 
 def cost_tab() -> None:
-    """Tokens per query and what routing by subset would save."""
+    """Tokens per query and what routing by subset would save, beside the paper's figures."""
     cost = safe_read(settings, ResultsReader.cost, backend=backend)
-    if cost is not None:
-        st.plotly_chart(db_figure(settings, ("cost", backend), lambda: figures.token_cost(cost)), width="stretch")
-        reported = ref.get("cost", {})
-        st.caption("The paper reports discovery output of "
-                   f"{'–'.join(str(v) for v in reported.get('discovery_output_tokens_per_query', []))} tokens per query "
-                   f"and a PtR token overhead of {'–'.join(f'{v:.0%}' for v in reported.get('ptr_token_overhead', []))}.")
+    if cost is None:
+        return
+    reported = ref.get("cost", {})
+    token_columns = [c for c in cost.columns if c.endswith("_tokens")]
+    spent = bool(len(cost) and cost[token_columns].fillna(0).to_numpy().any())
+    if spent:
+        st.plotly_chart(db_figure(settings, ("cost", backend), lambda: figures.token_cost(cost), source),
+                        width="stretch")
         st.dataframe(cost, hide_index=True, width="stretch")
-        download_buttons(cost, "cost")
-        savings = safe_read(settings, ResultsReader.routing_savings, backend=backend)
-        if savings:
-            st.markdown("**Routing by subset** (G1 → RtP, G2/G3 → PtR), the paper's estimate of what routing "
-                        "saves; the *Beyond the paper* tab routes per query instead")
-            st.json(savings)
+        download_buttons(cost, "cost", source)
+    else:
+        st.info(f"These runs used the {md(system, 60)}: it writes stubs and plans with rules, not a model, so it "
+                "spends no tokens and there is nothing to chart. Pick a backend with LLM runs above (local, gemini) "
+                "to see token cost.", icon=":material/info:")
+    st.markdown("**The paper's token figures** (Gemini 2.5 Flash)")
+    routing = reported.get("adaptive_routing_saves") or {}
+    st.dataframe(pd.DataFrame([
+        {"figure": "discovery output tokens per query", "paper": "–".join(
+            str(v) for v in reported.get("discovery_output_tokens_per_query", []))},
+        {"figure": "PtR token overhead over RtP", "paper": "–".join(
+            f"{v:.0%}" for v in reported.get("ptr_token_overhead", []))},
+        {"figure": "routing by subset saves, total tokens", "paper": f"{routing['total_tokens']:.0%}"
+         if "total_tokens" in routing else "–"},
+        {"figure": "routing by subset saves, discovery overhead", "paper": f"{routing['discovery_overhead']:.0%}"
+         if "discovery_overhead" in routing else "–"}]), hide_index=True, width="stretch")
+    savings = safe_read(settings, ResultsReader.routing_savings, backend=backend) if spent else None
+    if savings:
+        st.markdown("**Routing by subset, ours** (G1 → RtP, G2/G3 → PtR), the paper's estimate of what routing "
+                    "saves; the *Beyond the paper* tab routes per query instead")
+        st.dataframe(pd.DataFrame([{"saves, total tokens": savings.get("total_tokens"),
+                                    "saves, discovery overhead": savings.get("discovery_overhead"),
+                                    "to RtP": ", ".join(savings.get("routed_to_rtp", [])),
+                                    "to PtR": ", ".join(savings.get("routed_to_ptr", []))}]),
+                     hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(c, format="percent")
+                                    for c in ("saves, total tokens", "saves, discovery overhead")})
 
 
 def planner_tab() -> None:
-    """Planner trajectory metrics and tool-selection divergence."""
+    """Planner trajectory metrics, defined, and tool-selection divergence."""
     trajectory = safe_read(settings, ResultsReader.trajectory, gold=gold, backend=backend)
     if trajectory is not None:
-        st.dataframe(trajectory, hide_index=True, width="stretch")
-        download_buttons(trajectory, f"trajectory_{gold}")
+        config = {name: st.column_config.NumberColumn(name, help=text, format="%.3f", width="small")
+                  for name, text in tables.PLANNER_DEFINITIONS.items()}
+        st.dataframe(trajectory, hide_index=True, width="stretch", column_config=config)
+        with st.expander("What each column measures", expanded=True):
+            st.markdown("\n".join(f"- **{name}**: {md(text, 300)}" for name, text in tables.PLANNER_DEFINITIONS.items()))
+        st.caption("Paper: fidelity ≥ 0.96; selection rate RtP 0.21–0.27, PtR 0.27–0.29; wrong-tool rate on complete "
+                   "misses 0.70; planner Jaccard G1 0.40, G3 0.28.")
+        download_buttons(trajectory, f"trajectory_{gold}", source)
     divergence = safe_read(settings, ResultsReader.divergence, backend=backend)
     if divergence is not None:
         st.markdown("**Divergence**: how often the two architectures retrieve different top-k sets")
         st.dataframe(divergence, hide_index=True, width="stretch")
-        download_buttons(divergence, "divergence")
+        download_buttons(divergence, "divergence", source)
 
 
 def runs_tab() -> None:
@@ -191,7 +264,7 @@ def runs_tab() -> None:
                                     "complete runs": int(complete.get(s.name, 0))} for s in catalog.STUDIES]),
                      hide_index=True, width="stretch")
         st.dataframe(runs, hide_index=True, width="stretch")
-        download_buttons(runs, "runs")
+        download_buttons(runs, "runs", {"what": "every stored run, each with its own provenance columns"})
 
 
 def study_tab(study: catalog.Study):
@@ -201,26 +274,20 @@ def study_tab(study: catalog.Study):
         if table is not None:
             st.caption(md(study.help, 200))
             st.dataframe(table, hide_index=True, width="stretch")
-            download_buttons(table, f"{study.name}_{gold}")
+            download_buttons(table, f"{study.name}_{gold}", source)
     return render
 
 
-def backends_tab() -> None:
+def leaderboard_tab() -> None:
     """Every backend's latest study side by side with the paper: leaderboard, crossover, planner, stubs."""
-    from core.analysis.report import leaderboard_wide
-
-    ours = safe_read(settings, ResultsReader.leaderboard, gold=gold)
-    if not isinstance(ours, pd.DataFrame):
+    board = leaderboard(settings, gold, key="res_lb_metric")
+    if board is None or board.empty:
         return
-    board = pd.concat([ours, paper.leaderboard_rows(ref)], ignore_index=True)
-    st.markdown(f"**Leaderboard** (k = 5, gold = {gold}): recall@5 and precision@5 per subset, n = queries per "
-                "mean. Each backend's latest study; the paper's Gemini 2.5 Flash rows are its reported figures.")
-    wide = leaderboard_wide(board)
-    st.dataframe(wide, hide_index=True, width="stretch")
-    download_buttons(wide, f"leaderboard_{gold}")
-    metric = st.radio("Chart metric", ["recall", "precision"], horizontal=True, key="backends_metric")
+    metric = st.radio("Chart metric", ["recall", "precision"], horizontal=True, key="backends_metric",
+                      bind="query-params")
     st.plotly_chart(db_figure(settings, ("crossover_backends", gold, metric),
-                              lambda: figures.crossover_backends(board, metric)), width="stretch")
+                              lambda: figures.crossover_backends(board, metric), {"gold": gold, "k": 5}),
+                    width="stretch")
     gain = analysis.ptr_gain(board, "G2_instruction")
     if len(gain):
         st.markdown("**Is PtR's G2 gain the decomposition or the model?** PtR minus RtP recall on "
@@ -236,11 +303,11 @@ def backends_tab() -> None:
             st.markdown(f"**{title} per backend**")
             st.dataframe(pd.concat(frames, ignore_index=True), hide_index=True, width="stretch")
     st.caption("Paper: selection rate RtP 0.21–0.27, PtR 0.27–0.29; stubs per query 2.4–2.5 "
-               "(Results → Planner shows the paper's trajectory figures in full).")
+               "(the Planner tab defines each measure).")
 
 
 TABS = {"Main table": main_tab, "k sweep": ksweep_tab, "Scaling": scaling_tab, "Per query": per_query_tab,
-        "Beyond the paper": beyond_tab, "Backends": backends_tab, "Token cost": cost_tab, "Planner": planner_tab,
+        "Beyond the paper": beyond_tab, "Leaderboard": leaderboard_tab, "Token cost": cost_tab, "Planner": planner_tab,
         "Runs": runs_tab}
 STUDY_TABS = {"main": "Main table", "ksweep": "k sweep", "scaling": "Scaling", "hybrid": "Beyond the paper"}
 TABS.update({s.name: study_tab(s) for s in catalog.STUDIES if s.name not in STUDY_TABS})

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.analysis.provenance import provenance, provenance_line
 from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
@@ -11,6 +12,7 @@ from core.data.toolbench import subset_order
 from core.analysis import paper
 from ui import figures, tables
 from ui.page_settings import current_settings
+from ui.safe import md
 from ui.resources import db_figure
 from ui.widgets import download_buttons, results_ready, safe_read
 
@@ -25,11 +27,14 @@ try:
 except DataNotFoundError:
     texts = {}
 
+setup = safe_read(settings, ResultsReader.setup) or {}
+source = provenance(setup, gold)
+st.caption(md(provenance_line(source), 300))
 st.subheader("Stub statistics per subset")
 stats = safe_read(settings, ResultsReader.stub_stats)
 if stats is not None:
     st.dataframe(stats, hide_index=True, width="stretch")
-    download_buttons(stats, "stub_stats")
+    download_buttons(stats, "stub_stats", source)
     reported = ref.get("stubs", {})
     st.caption("The paper: "
                f"{'–'.join(map(str, reported.get('stubs_per_query', [])))} stubs per query, unique-name rate "
@@ -40,7 +45,7 @@ st.subheader("Does a stub's top-1 cosine tell a right match from a wrong one?")
 cosines = safe_read(settings, ResultsReader.stub_cosines)
 if isinstance(cosines, pd.DataFrame):
     subsets = subset_order(cosines["subset"])
-    subset = st.selectbox("Subset", subsets, key="stub_cos_subset") if subsets else None
+    subset = st.selectbox("Subset", subsets, key="stub_cos_subset", bind="query-params") if subsets else None
     part = cosines[cosines["subset"] == subset]
     if gold == "relevant" and "correct_relevant" in part.columns:
         part = part.assign(correct=part["correct_relevant"])
@@ -48,14 +53,15 @@ if isinstance(cosines, pd.DataFrame):
     st.plotly_chart(db_figure(settings, ("stub_cosines", gold, subset),
                               lambda: figures.cosine_hist(part, marks[marks["subset"] == subset])), width="stretch")
     st.caption(f"Correct = the stub's top-1 API is gold ({gold}).")
-    download_buttons(cosines, "stub_cosines")
+    download_buttons(cosines, "stub_cosines", source)
 
-k = int((safe_read(settings, ResultsReader.setup) or {}).get("k", 5))
+k = int(setup.get("k", 5))
 table_subsets = subset_order(stats["subset"]) if isinstance(stats, pd.DataFrame) else []
-subset_filter = st.selectbox("Subset for the tables below", [None, *table_subsets], format_func=lambda s: s or "all")
+subset_filter = st.selectbox("Subset for the tables below", [None, *table_subsets], format_func=lambda s: s or "all",
+                             key="stub_subset", bind="query-params")
 
 
-def show(df: object, name: str, empty: str) -> None:
+def show(df: object, name: str, empty: str, table_gold: str = gold) -> None:
     if not isinstance(df, pd.DataFrame):
         return
     if df.empty:
@@ -66,13 +72,14 @@ def show(df: object, name: str, empty: str) -> None:
     st.dataframe(rows, hide_index=True, width="stretch", column_order=first + [c for c in rows if c not in first],
                  column_config={"query": st.column_config.TextColumn("query", width="large"),
                                 "inspect": st.column_config.LinkColumn("open", display_text="Inspector ↗")})
-    download_buttons(rows.drop(columns=["inspect"]), name)
+    download_buttons(rows.drop(columns=["inspect"]), name, provenance(setup, table_gold))
 
 
 st.subheader("Brand names erased")
 st.caption("PtR recall 0 while RtP finds every relevant API: the request named a product, the stubs generalised it away "
            "(gold = relevant, ToolBench's 2–3 APIs per query).")
-show(safe_read(settings, ResultsReader.brand_name_losses, subset_filter), "brand_name_losses", "No such queries in this selection.")
+show(safe_read(settings, ResultsReader.brand_name_losses, subset_filter), "brand_name_losses", "No such queries in this selection.",
+     "relevant")
 
 st.subheader("Decomposition wins")
 st.caption(f"PtR recall above RtP's with two or more stubs: splitting the request found what the whole missed (gold = {gold}).")

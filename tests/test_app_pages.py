@@ -117,8 +117,11 @@ def test_free_text_query_fills_both_columns_and_the_url(app_env, index_ready) ->
     at.text_area[0].input("Find hotels in Paris and convert 200 EUR to USD").run()
     no_exception(at)
     assert [s.value for s in at.subheader] == ["RtP · Retrieve-then-Plan", "PtR · Plan-then-Retrieve",
-                                               "Hybrid · PtR's stubs + the raw query (beyond the paper)"]
+                                               "Hybrid · PtR's stubs + the raw query (beyond the paper)",
+                                               "RtP and PtR compared"]  # free text: no gold, the top-k diff only
     assert len(at.expander) == 3 * 5  # k=5 hits per column and for the hybrid, each with its description
+    diff_titles = [m.value for m in at.markdown if m.value.startswith("*Shared") or m.value.startswith("*Only")]
+    assert len(diff_titles) == 3
     assert at.query_params["q"] == "Find hotels in Paris and convert 200 EUR to USD" and at.query_params["k"] == "5"
     shown = markdown_everywhere(at)
     assert "stubs" in shown and "Planner" in shown and "top-1 cosine" in shown
@@ -145,9 +148,29 @@ def test_url_restores_a_stored_benchmark_view_with_gold_marks(app_env) -> None:
     assert any(GOLD_BADGE in label and "Hotels/search hotels" in label for label in labels)
     assert "recall@3" in markdown_everywhere(at)
     assert at.query_params["qid"] == "G1_instruction:1"
-    assert [s.value for s in at.subheader][-1].startswith("Hybrid")  # the stored hybrid run, under the columns
+    headers = [s.value for s in at.subheader]
+    assert headers[-2].startswith("Hybrid")  # the stored hybrid run, under the columns
+    assert headers[-1] == "Gold APIs: found, missed, and why"
+    [scores] = [d.value for d in at.dataframe if "architecture" in d.value.columns]
+    assert scores["architecture"].tolist() == ["RtP", "PtR", "hybrid"]
+    assert list(scores.columns[1:]) == [f"{m}@{MAIN_K}" for m in ("recall", "precision", "hit", "MRR", "nDCG")]
+    [both] = [d.value for d in at.dataframe if "relevant" in d.value.columns and "api_list" in d.value.columns]
+    assert set(both["API"]) == {"Hotels/search hotels", "Hotels/hotel details"}
     [verdict] = [t for t in texts(at, "info") if "Adaptive router" in t]
     assert "this query would go to" in verdict and "stored queries" in verdict
+
+
+def test_the_inspector_explains_each_gold_api_with_its_ranks(app_env, index_ready) -> None:
+    """With the index loaded, every gold API gets its rank in each architecture, cosines and a verdict."""
+    at = page("app_pages/inspector.py", {"qid": "G2_instruction:4", "k": str(MAIN_K)}, state={"gold": "relevant"})
+    no_exception(at)
+    [trace] = [d.value for d in at.dataframe if "why" in getattr(d.value, "columns", [])]
+    query = next(q for q in QUERIES if q.uid == "G2_instruction:4")
+    assert sorted(trace["API"]) == sorted(f"{t.strip()}/{a.strip()}" for t, a in query.relevant_apis)
+    assert {"RtP rank", "PtR rank", "hybrid rank", "cos(query)", "cos(best stub)", "document"} <= set(trace.columns)
+    assert all(r.isdigit() for r in trace["RtP rank"])  # 11 APIs in the registry, searched 100 deep: all ranked
+    assert all(v.startswith(("found by", "near miss", "beyond rank")) for v in trace["why"])
+    assert f"appear in no top {MAIN_K}" in markdown_everywhere(at)
 
 
 def test_recompute_live_runs_the_pipeline(app_env, index_ready) -> None:
@@ -222,7 +245,7 @@ def test_hostile_description_is_shown_as_text(app_env, index_ready) -> None:
 
 # ---------------------------------------------------------------- results, examples, stubs, registry
 
-RESULT_TABS = ["Main table", "k sweep", "Scaling", "Per query", "Beyond the paper", "Backends", "Token cost", "Planner",
+RESULT_TABS = ["Main table", "k sweep", "Scaling", "Per query", "Beyond the paper", "Leaderboard", "Token cost", "Planner",
                "Runs"]
 
 
@@ -230,9 +253,10 @@ def test_results_page_renders_only_the_open_tab_named_in_the_url(app_env) -> Non
     at = page("app_pages/results.py", state={"gold": "relevant"})
     no_exception(at)
     assert len(at.tabs) == len(RESULT_TABS)
-    assert "gold = **relevant**" in markdown_everywhere(at)
+    assert "gold relevant" in markdown_everywhere(at)
     first = [d.value.columns.tolist() for d in at.dataframe]
-    assert any("rtp_mean" in columns for columns in first)  # the main table, and no other tab's tables
+    assert any("PtR − RtP" in columns for columns in first)  # the main tab's tables, and no other tab's
+    assert "p-value" not in first[1] and "test" not in first[1]  # one deterministic run: no run-level test
     assert not any("hybrid_recall" in columns or "size" in columns for columns in first)
     charts = tables_seen = downloads = 0
     for label in RESULT_TABS:
@@ -249,11 +273,14 @@ def test_results_page_renders_only_the_open_tab_named_in_the_url(app_env) -> Non
             [router_table] = [d.value for d in at.dataframe if "router_recall" in d.value.columns]
             assert router_table["subset"].tolist()[-1] == "all" and router_table["n"].iloc[-1] == len(QUERIES)
             assert "Spearman" in markdown_everywhere(at)
-        if label == "Backends":
-            [board] = [d.value for d in at.dataframe if "G1_instruction recall" in d.value.columns]
+        if label == "Leaderboard":
+            [board] = [d.value for d in at.dataframe if "G1_instruction 95% CI" in d.value.columns]
             systems = board["system"].tolist()
             assert "offline heuristic, not an LLM" in systems and "paper: Gemini 2.5 Flash (gte-base)" in systems
-            assert set(board[board["system"] == "offline heuristic, not an LLM"]["arch"]) == {"rtp", "ptr", "hybrid"}
+            ours = board[board["system"] == "offline heuristic, not an LLM"]
+            assert ours["architecture"].tolist() == ["RtP", "PtR", "hybrid (beyond the paper)"]
+            assert ours["G1_instruction 95% CI"].str.match(r"^\[\d\.\d{3}, \d\.\d{3}\]$").all()
+            assert set(ours["gold"]) == {"relevant"} and set(ours["llm_backend"]) == {"offline"}
             assert "decomposition or the model" in markdown_everywhere(at)
     assert charts >= 7 and tables_seen >= 10 and downloads >= 18
 
@@ -283,7 +310,7 @@ def test_registry_page_search_categories_and_map(app_env, index_ready) -> None:
     assert len(at.dataframe[0].value) == len(APIS)
     at.text_input(key="reg_search").input("JOKE").run()
     assert set(at.dataframe[0].value["tool"]) == {"Jokes"}
-    assert at.text_input(key="map_q").value == "Find hotels and the weather"
+    assert at.text_input(key="q").value == "Find hotels and the weather"
     kinds = set(at.dataframe[-1].value["kind"])
     assert kinds >= {"query", "stub", "rtp", "ptr"}
     assert len(at.get("plotly_chart")) == 2

@@ -242,7 +242,8 @@ def test_other_figures_build_from_reader_shaped_frames() -> None:
     background = pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0], "label": ["a/b", "<i>c</i>"], "category": ["", "X"]})
     overlay = pd.DataFrame({"x": [0.5], "y": [0.5], "kind": ["query"], "label": ["q"]})
     fig = figures.embedding_map(background, overlay)
-    assert _traces(fig)[1] == "query" and "&lt;i&gt;" in fig.data[0].text[1]
+    assert _traces(fig) == ["other or none (1)", "X (1)", "query"]  # grey underneath, categories, then the query
+    assert "&lt;i&gt;" in fig.data[1].text[0]
 
 
 def test_router_chart_draws_the_curve_the_fixed_policies_and_the_threshold() -> None:

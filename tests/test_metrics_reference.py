@@ -13,6 +13,10 @@ Convention mapping (ours -> trec_eval), each checked, none skipped silently:
   0.0; for those queries the test asserts exactly that pair instead.
 - hit@k is trec_eval's success_k (1 if any relevant item is in the top k); both
   give 0.0 for an empty gold set; compared as is.
+- nDCG@k is trec_eval's ndcg_cut_k with binary relevance; with an empty gold set
+  ours is None and trec_eval's 0.0, asserted as that pair, as for recall.
+- MRR@k: trec_eval's recip_rank has no cut, so the reference evaluates the run
+  cut to its first k items; both give 0.0 when no gold item is there.
 - trec_eval drops a query that has no qrels entry at all, so an empty gold set is
   written as one judged non-relevant doc (relevance 0), which counts for nothing;
   the test asserts that no query was dropped.
@@ -84,20 +88,33 @@ def _doc_ids() -> dict[ApiKey, str]:
     return ids
 
 
-def _reference(cases: dict[str, Case]) -> dict[str, dict[str, float]]:
-    """trec_eval's per-query P_k, recall_k and success_k for all cases in one evaluation."""
+def _qrels_and_run(cases: dict[str, Case], cut: int | None = None) -> tuple[dict, dict]:
+    """trec_eval's qrels and run for the cases; `cut` keeps each ranked list's first `cut` distinct items."""
     ids = _doc_ids()
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
     for qid, (ranked, gold) in cases.items():
         qrels[qid] = {ids[g]: 1 for g in gold} or {NO_RELEVANT_DOC: 0}
-        first_seen = list(dict.fromkeys(ranked))  # our dedup: first rank wins
+        first_seen = list(dict.fromkeys(ranked))[:cut]  # our dedup: first rank wins
         # strictly decreasing scores, so trec_eval's sort reproduces our order
         run[qid] = {ids[key]: float(len(first_seen) - rank) for rank, key in enumerate(first_seen)}
+    return qrels, run
+
+
+def _reference(cases: dict[str, Case]) -> dict[str, dict[str, float]]:
+    """trec_eval's per-query P_k, recall_k, success_k and ndcg_cut_k, plus recip_rank on the run cut at
+    each k (as "recip_rank_k"), for all cases."""
     cut = ",".join(str(k) for k in KS)
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {f"P.{cut}", f"recall.{cut}", f"success.{cut}"})
-    out = evaluator.evaluate(run)
+    qrels, run = _qrels_and_run(cases)
+    measures = {f"P.{cut}", f"recall.{cut}", f"success.{cut}", f"ndcg_cut.{cut}"}
+    out = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
     assert set(out) == set(cases), "trec_eval dropped queries"
+    for k in KS:
+        cut_qrels, cut_run = _qrels_and_run(cases, k)
+        ranks = pytrec_eval.RelevanceEvaluator(cut_qrels, {"recip_rank"}).evaluate(cut_run)
+        assert set(ranks) == set(cases), "trec_eval dropped queries"
+        for qid, values in ranks.items():
+            out[qid][f"recip_rank_{k}"] = values["recip_rank"]
     return out
 
 
@@ -123,20 +140,21 @@ def test_metrics_agree_with_trec_eval_per_query() -> None:
             pairs = [
                 ("P", metrics.precision_at_k(ranked, gold, k), ref[qid][f"P_{k}"]),
                 ("success", metrics.hit_at_k(ranked, gold, k), ref[qid][f"success_{k}"]),
+                ("recip_rank", metrics.mrr_at_k(ranked, gold, k), ref[qid][f"recip_rank_{k}"]),
             ]
-            ours_recall = metrics.recall_at_k(ranked, gold, k)
-            if gold:
-                pairs.append(("recall", ours_recall, ref[qid][f"recall_{k}"]))
-            else:
-                # undefined for us (None), 0.0 in trec_eval: assert that exact pair
-                if ours_recall is not None or ref[qid][f"recall_{k}"] != 0.0:
-                    mismatches.append(f"{qid} recall@{k} empty gold: ours={ours_recall} ref={ref[qid][f'recall_{k}']}")
+            for name, ours_value, ref_name in (("recall", metrics.recall_at_k(ranked, gold, k), f"recall_{k}"),
+                                               ("ndcg", metrics.ndcg_at_k(ranked, gold, k), f"ndcg_cut_{k}")):
+                if gold:
+                    pairs.append((name, ours_value, ref[qid][ref_name]))
+                elif ours_value is not None or ref[qid][ref_name] != 0.0:
+                    # undefined for us (None), 0.0 in trec_eval: assert that exact pair
+                    mismatches.append(f"{qid} {name}@{k} empty gold: ours={ours_value} ref={ref[qid][ref_name]}")
             for name, ours, theirs in pairs:
                 checked += 1
                 if ours is None or not math.isclose(ours, theirs, rel_tol=0.0, abs_tol=TOL):
                     mismatches.append(f"{qid} {name}@{k}: ours={ours} ref={theirs}")
     assert not mismatches, "\n".join(mismatches[:30])
-    assert checked >= len(cases) * len(KS) * 2
+    assert checked >= len(cases) * len(KS) * 3
 
 
 def test_random_cases_exercise_the_conventions() -> None:
@@ -165,4 +183,21 @@ def test_comparison_can_fail() -> None:
     assert any(
         not math.isclose(precision_by_retrieved(r, g, k), ref[q][f"P_{k}"], abs_tol=TOL)
         for q, (r, g) in cases.items() for k in KS
+    )
+
+
+def test_ndcg_comparison_can_fail() -> None:
+    """An nDCG whose ideal ranking counts every gold item (not min(|gold|, k)) must disagree with trec_eval
+    where the gold set is larger than k, so the nDCG agreement is not vacuous either."""
+    cases = _named(_random_cases())
+    ref = _reference(cases)
+
+    def ndcg_uncut_ideal(ranked: list[ApiKey], gold: set[ApiKey], k: int) -> float:
+        top = list(dict.fromkeys(ranked))[:k]
+        dcg = sum(1 / math.log2(i + 2) for i, x in enumerate(top) if x in gold)
+        return dcg / sum(1 / math.log2(i + 2) for i in range(len(gold)))
+
+    assert any(
+        not math.isclose(ndcg_uncut_ideal(r, g, k), ref[q][f"ndcg_cut_{k}"], abs_tol=TOL)
+        for q, (r, g) in cases.items() if g for k in KS
     )

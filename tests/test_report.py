@@ -262,6 +262,8 @@ def test_leaderboard_puts_every_backend_beside_the_paper(tmp_path: Path) -> None
     from core.analysis.paper import PAPER_SYSTEM
     from core.analysis.report import leaderboard, leaderboard_wide
     from core.settings import Settings
+    from core.study.stats import bootstrap_ci
+    from ui.tables import MEAN_COLUMN, leaderboard_view
 
     url = f"sqlite:///{tmp_path / 'two.sqlite'}"
     store, retriever, queries = run_study(url, runs=1, ks=(5,), sizes=(None,), seeds=1)
@@ -281,12 +283,28 @@ def test_leaderboard_puts_every_backend_beside_the_paper(tmp_path: Path) -> None
     main = reader.main_table("api_list", "fake").set_index(["subset", "metric"])
     row = fake[(fake["arch"] == "ptr") & (fake["subset"] == "G2_instruction")].iloc[0]
     assert row["recall"] == pytest.approx(main.at[("G2_instruction", "recall"), "ptr_mean"])
+    pq = reader.per_query(None, "api_list", 5, "fake")
+    g2 = pq[pq["subset"] == "G2_instruction"]["ptr_recall"].astype(float)
+    assert row["recall"] == pytest.approx(g2.mean())
+    assert (row["recall_low"], row["recall_high"]) == bootstrap_ci(g2.tolist())
+    assert (row["llm_backend"], row["gold"], row["k"], row["runs"], row["commit"]) == ("fake", "api_list", 5, 1, "abc123")
+    ours = board[board["system"] != PAPER_SYSTEM]
+    assert ((ours["recall_low"] <= ours["recall"] + 1e-12) & (ours["recall"] <= ours["recall_high"] + 1e-12)).all()
     paper = board[board["system"] == PAPER_SYSTEM].set_index(["arch", "subset"])
+    assert paper["recall_low"].isna().all() and set(paper["llm_backend"]) == {"paper (reported)"}
     assert paper.at[("ptr", "G2_instruction"), "recall"] == 0.188 and paper.at[("rtp", "G1_instruction"), "n"] == 200
     wide = leaderboard_wide(board)
     assert list(wide.columns[:5]) == ["system", "arch", "G1_instruction recall", "G1_instruction precision",
                                       "G1_instruction n"]
     assert len(wide) == 3 + 2 + 2
+    view = leaderboard_view(board, "recall")
+    assert list(view[["system", "architecture"]].itertuples(index=False, name=None))[:3] == [
+        ("fake fake-llm-1", "RtP"), ("fake fake-llm-1", "PtR"), ("fake fake-llm-1", "hybrid (beyond the paper)")]
+    paper_ptr = view[(view["system"] == PAPER_SYSTEM) & (view["architecture"] == "PtR")].iloc[0]
+    assert paper_ptr["G2_instruction"] == 0.188 and paper_ptr["G2_instruction 95% CI"] == "–"
+    assert paper_ptr[MEAN_COLUMN] == pytest.approx(paper.loc["ptr", "recall"].mean())
+    fake_ptr = view[(view["system"] == "fake fake-llm-1") & (view["architecture"] == "PtR")].iloc[0]
+    assert fake_ptr["G2_instruction 95% CI"] == f"[{row['recall_low']:.3f}, {row['recall_high']:.3f}]"
     gain = A.ptr_gain(board, "G2_instruction").set_index("system")
     assert gain.at[PAPER_SYSTEM, "ptr_minus_rtp"] == pytest.approx(0.188 - 0.143)
     report = build_report(reader)

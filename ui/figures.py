@@ -48,10 +48,21 @@ def empty(title: str, message: str) -> go.Figure:
     return _layout(fig, title, 300)
 
 
-def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k: int = 5) -> go.Figure:
-    """metric@k by subset for both architectures, error bars = std over runs, the paper's points beside.
+RELEVANT_WARNING = ("gold = relevant: the paper's ground truth behaves like api_list (about 5–6 APIs per query), "
+                    "so compare shapes here, not levels")
 
-    `main` has ResultsReader.main_table's columns; `paper` has ui.paper.main_points' columns.
+
+def ours_name(arch: str, system: str | None) -> str:
+    """A legend entry of ours that names the system, e.g. "PtR (ours: offline heuristic, not an LLM)"."""
+    return plot_text(f"{ARCH_NAMES[arch]} (ours{': ' + system if system else ''})", 90)
+
+
+def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k: int = 5, system: str | None = None,
+              gold: str = "api_list") -> go.Figure:
+    """metric@k by subset for both architectures, error bars = std over runs, the paper's points beside
+    (markers only, on the subsets it reports). `system` names our backend in the legend.
+
+    `main` has ResultsReader.main_table's columns; `paper` has core.analysis.paper.main_points' columns.
     """
     title = f"{metric}@{k} by subset: the crossover"
     ours = main[main["metric"] == metric] if len(main) else main
@@ -62,7 +73,7 @@ def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k
     fig = go.Figure()
     for arch in ("rtp", "ptr"):
         fig.add_trace(go.Scatter(
-            x=ours["subset"], y=ours[f"{arch}_mean"], name=f"{ARCH_NAMES[arch]} (ours)", mode="lines+markers",
+            x=ours["subset"], y=ours[f"{arch}_mean"], name=ours_name(arch, system), mode="lines+markers",
             marker={"color": ARCH_COLORS[arch], "size": 10}, line={"color": ARCH_COLORS[arch], "width": 3},
             error_y={"type": "data", "array": ours[f"{arch}_std"].fillna(0.0), "visible": True},
             hovertemplate="%{x}<br>" + ARCH_NAMES[arch] + " %{y:.3f} ± %{error_y.array:.3f}<extra></extra>"))
@@ -73,13 +84,20 @@ def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k
             points = points.set_index("subset").loc[[s for s in order if s in set(points["subset"])]].reset_index()
             fig.add_trace(go.Scatter(
                 x=points["subset"], y=points["mean"], name=f"{ARCH_NAMES[arch]} ({PAPER_LABEL})",
-                mode="lines+markers", marker={"color": ARCH_COLORS[arch], "size": 12, "symbol": "diamond-open"},
-                line={"color": ARCH_COLORS[arch], "dash": "dot", "width": 1.5},
+                mode="markers", marker={"color": ARCH_COLORS[arch], "size": 13, "symbol": "diamond-open",
+                                        "line": {"width": 2}},
                 error_y={"type": "data", "array": points["std"].fillna(0.0), "visible": True},
                 hovertemplate="%{x}<br>paper " + ARCH_NAMES[arch] + " %{y:.3f}<extra></extra>"))
     fig.update_xaxes(categoryorder="array", categoryarray=order, title=None)
     fig.update_yaxes(title=f"{metric}@{k}", rangemode="tozero")
+    if gold == "relevant" and len(theirs):
+        _warn(fig, RELEVANT_WARNING)
     return _layout(fig, title)
+
+
+def _warn(fig: go.Figure, text: str) -> None:
+    fig.add_annotation(text="⚠ " + text, showarrow=False, x=0, y=-0.14, xref="paper", yref="paper",
+                       xanchor="left", font={"size": 12, "color": "#9a6700"})
 
 
 SYSTEM_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
@@ -115,7 +133,7 @@ def _grid(n: int, per_row: int = 3) -> tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
-def ksweep(df: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall") -> go.Figure:
+def ksweep(df: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", system: str | None = None) -> go.Figure:
     """metric vs k per subset (one panel each), both architectures, with the paper's stated points."""
     title = f"{metric} vs k"
     if df.empty:
@@ -129,7 +147,7 @@ def ksweep(df: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall") -> go.
             part = df[(df["subset"] == subset) & (df["arch"] == arch)].sort_values("k")
             if len(part):
                 fig.add_trace(go.Scatter(
-                    x=part["k"], y=part[f"{metric}_mean"], name=f"{ARCH_NAMES[arch]} (ours)", legendgroup=arch,
+                    x=part["k"], y=part[f"{metric}_mean"], name=ours_name(arch, system), legendgroup=arch,
                     showlegend=i == 0, mode="lines+markers", line={"color": ARCH_COLORS[arch]},
                     error_y={"type": "data", "array": part[f"{metric}_std"].fillna(0.0), "visible": True},
                     hovertemplate=subset + " k=%{x}<br>" + ARCH_NAMES[arch] + " %{y:.3f}<extra></extra>"),
@@ -146,6 +164,14 @@ def ksweep(df: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall") -> go.
     fig.update_xaxes(title="k", type="log", tickvals=[1, 2, 3, 5, 10, 20])
     fig.update_yaxes(rangemode="tozero")
     return _layout(fig, title, 200 + 300 * rows, legend_below=True)
+
+
+SUBSET_COLORS = ("#444444", "#e377c2", "#17becf", "#8c564b", "#bcbd22", "#7f7f7f")
+
+
+def _size_text(size: int) -> str:
+    """Registry sizes as axis ticks: 1,000 -> "1k", 47,038 -> "47k"."""
+    return f"{size / 1000:.0f}k" if size >= 1000 else str(size)
 
 
 def scaling(df: pd.DataFrame, paper_divergence: pd.DataFrame) -> go.Figure:
@@ -174,21 +200,25 @@ def scaling(df: pd.DataFrame, paper_divergence: pd.DataFrame) -> go.Figure:
             div = div.sort_values("size")
             fig.add_trace(go.Scatter(
                 x=div["size"], y=div["divergence_not_identical"], name=f"{subset} divergence", mode="lines+markers",
-                line={"color": "#555", "dash": dash}, legendgroup=f"{subset}-div",
+                line={"color": SUBSET_COLORS[i % len(SUBSET_COLORS)], "dash": dash}, legendgroup=f"{subset}-div",
                 hovertemplate=subset + "<br>size %{x:,}<br>not identical %{y:.2f}<extra></extra>"), row=2, col=1)
     if len(paper_divergence):
         fig.add_trace(go.Scatter(
             x=paper_divergence["size"], y=paper_divergence["divergence"], name="G1 divergence (paper)",
             mode="markers", marker={"symbol": "diamond-open", "size": 12, "color": "#111"},
             hovertemplate="paper G1<br>size %{x:,}<br>%{y:.2f}<extra></extra>"), row=2, col=1)
-    fig.update_xaxes(type="log", title="registry size (APIs)", row=2, col=1)
+    sizes = sorted({int(v) for v in df["size"].dropna()} | {int(v) for v in paper_divergence.get("size", [])})
+    ticks = {"tickvals": sizes, "ticktext": [_size_text(v) for v in sizes], "minor": {"showgrid": False}}
+    fig.update_xaxes(type="log", **ticks)
+    fig.update_xaxes(title="registry size (APIs)", row=2, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=1)
     fig.update_yaxes(range=[0, 1.05], row=2, col=1)
     return _layout(fig, title, 720, legend_below=True)
 
 
 def per_query_scatter(df: pd.DataFrame, seed: int = 0) -> go.Figure:
-    """RtP vs PtR recall per query, jittered (recalls take few values), coloured by outcome."""
+    """RtP vs PtR recall per query, jittered (recalls take few values), coloured by outcome; each point's
+    customdata ends with its query id ("subset:id"), which a click hands to the Inspector."""
     title = "Per-query recall: RtP vs PtR"
     if df.empty:
         return empty(title, "No per-query results for this choice.")
@@ -204,8 +234,12 @@ def per_query_scatter(df: pd.DataFrame, seed: int = 0) -> go.Figure:
             x=part["rtp_recall"].to_numpy(dtype=float) + jitter[0],
             y=part["ptr_recall"].to_numpy(dtype=float) + jitter[1], mode="markers",
             name=f"{name} ({len(part)})", marker={"color": OUTCOME_COLORS[outcome], "size": 7, "opacity": 0.7},
-            text=labels, customdata=np.stack([part["rtp_recall"], part["ptr_recall"]], axis=1),
-            hovertemplate="%{text}<br>RtP %{customdata[0]:.2f} · PtR %{customdata[1]:.2f}<extra></extra>"))
+            text=labels, customdata=np.stack([part["rtp_recall"].astype(float).round(3).astype(str),
+                                              part["ptr_recall"].astype(float).round(3).astype(str),
+                                              [f"{s}:{int(q)}" for s, q in zip(part["subset"], part["query_id"])]],
+                                             axis=1),
+            hovertemplate="%{text}<br>RtP %{customdata[0]} · PtR %{customdata[1]}<br>click to open in the "
+                          "Inspector<extra></extra>"))
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"color": "#999", "dash": "dot"},
                              showlegend=False, hoverinfo="skip"))
     fig.update_xaxes(title="RtP recall", range=[-0.05, 1.05])
@@ -272,17 +306,32 @@ def category_bars(counts: pd.DataFrame, top: int = 30) -> go.Figure:
     return _layout(fig, title, max(300, 18 * len(part) + 80))
 
 
+MAP_CATEGORIES = 10
+CATEGORY_PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d",
+                    "#eeca3b", "#79706e")
+
+
 def embedding_map(background: pd.DataFrame, overlay: pd.DataFrame | None = None) -> go.Figure:
-    """A 2-D PCA map: a sample of the registry in grey, and optionally a query, its stubs and both hit lists.
+    """A 2-D PCA map: a sample of the registry coloured by its MAP_CATEGORIES largest categories (the rest
+    and the uncategorised grey), and optionally a query, its stubs and both hit lists on top.
 
     background: [x, y, label, category]; overlay: [x, y, kind ∈ MAP_MARKERS, label].
     """
     title = "The registry's embedding space (PCA, 2 components)"
-    fig = go.Figure(go.Scattergl(
-        x=background["x"], y=background["y"], mode="markers", name=f"registry sample ({len(background):,})",
-        marker={"size": 3, "color": "#c7c7c7"},
-        text=[plot_text(f"{lab} [{cat or '-'}]", 90) for lab, cat in zip(background["label"], background["category"])],
-        hovertemplate="%{text}<extra></extra>"))
+    fig = go.Figure()
+    known = background[background["category"].fillna("") != ""]
+    top = known["category"].value_counts().head(MAP_CATEGORIES).index.tolist()
+    groups = [(c, background["category"] == c, CATEGORY_PALETTE[i]) for i, c in enumerate(top)]
+    groups.append(("other or none", ~background["category"].isin(top), "#d0d0d0"))
+    for name, mask, color in reversed(groups):  # grey first, underneath
+        part = background[mask]
+        if part.empty:
+            continue
+        fig.add_trace(go.Scattergl(
+            x=part["x"], y=part["y"], mode="markers", name=plot_text(f"{name} ({len(part):,})", 40),
+            marker={"size": 4, "color": color, "opacity": 0.6},
+            text=[plot_text(f"{lab} [{cat or '-'}]", 90) for lab, cat in zip(part["label"], part["category"])],
+            hovertemplate="%{text}<extra></extra>"))
     if overlay is not None:
         for kind, (symbol, size, color) in MAP_MARKERS.items():
             part = overlay[overlay["kind"] == kind]
@@ -293,7 +342,9 @@ def embedding_map(background: pd.DataFrame, overlay: pd.DataFrame | None = None)
                     text=[plot_text(t, 90) for t in part["label"]], hovertemplate="%{text}<extra></extra>"))
     fig.update_xaxes(title="PC 1", zeroline=False)
     fig.update_yaxes(title="PC 2", zeroline=False)
-    return _layout(fig, title, 620)
+    fig = _layout(fig, title, 640)
+    fig.update_layout(legend={"orientation": "v", "x": 1.01, "y": 1, "yanchor": "top"}, margin={"t": 60})
+    return fig
 
 
 def router_curve(curve: pd.DataFrame, table: pd.DataFrame, threshold: float | None) -> go.Figure:
@@ -316,17 +367,25 @@ def router_curve(curve: pd.DataFrame, table: pd.DataFrame, threshold: float | No
                              hovertemplate="threshold %{x:.3f}<br>%{y:.0%} to PtR<extra></extra>"), secondary_y=True)
     for name, value, color, dash in (("RtP everywhere", row["rtp_recall"], ARCH_COLORS["rtp"], "dash"),
                                      ("PtR everywhere", row["ptr_recall"], ARCH_COLORS["ptr"], "dash"),
-                                     ("per-query oracle", row["oracle_recall"], "#111111", "dot"),
-                                     ("router, cross-validated", row["router_recall"], "#2ca02c", "dashdot")):
+                                     ("per-query oracle", row["oracle_recall"], "#111111", "dot")):
         fig.add_trace(go.Scatter(x=[curve["threshold"].min(), curve["threshold"].max()], y=[value, value],
                                  mode="lines", name=f"{name} ({value:.3f})", line={"color": color, "dash": dash},
                                  hoverinfo="skip"))
+    # The cross-validated router is one number, often within a hair of "PtR everywhere": a marker at the
+    # fitted threshold, drawn last, stays visible where a second flat line would hide under the first.
+    at = threshold if threshold is not None and math.isfinite(threshold) else float(curve["threshold"].median())
+    fig.add_trace(go.Scatter(x=[at], y=[row["router_recall"]], mode="markers",
+                             name=f"router, cross-validated ({row['router_recall']:.3f})",
+                             marker={"symbol": "star", "size": 16, "color": "#2ca02c", "line": {"width": 1, "color": "#111"}},
+                             hovertemplate="cross-validated router<br>recall %{y:.3f}<extra></extra>"))
     if threshold is not None and math.isfinite(threshold):
-        fig.add_vline(x=threshold, line={"color": "#2ca02c", "width": 1},
-                      annotation_text=f"fitted τ = {threshold:.3f}", annotation_position="bottom right")
+        fig.add_vline(x=threshold, line={"color": "#2ca02c", "width": 1})
+        fig.add_annotation(x=threshold, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                           text=f"fitted τ = {threshold:.3f}", font={"color": "#2ca02c"})
     fig.update_xaxes(title_text="RtP top-1 cosine threshold τ (below τ → PtR)")
     fig.update_yaxes(title_text="mean recall", secondary_y=False)
-    fig.update_yaxes(title_text="share sent to PtR", tickformat=".0%", range=[0, 1], secondary_y=True)
+    fig.update_yaxes(title_text="share sent to PtR", tickformat=".0%", range=[0, 1], tickvals=[0, 0.25, 0.5, 0.75, 1],
+                     showgrid=False, secondary_y=True)
     return _layout(fig, title, 460)
 
 

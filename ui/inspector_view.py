@@ -9,8 +9,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+import pandas as pd
+
+from core.data.toolbench import ApiKey, Query, display_name
 from core.study import metrics
-from core.data.toolbench import ApiKey
+from core.study.gold_trace import ARCH_NAMES, TRACE_DEPTH, GoldTrace, TopkDiff, verdict
 
 K_MIN, K_MAX = 1, 20
 ARCHS = ("rtp", "ptr", "hybrid")
@@ -99,6 +102,51 @@ def with_gold(result: dict, gold: Collection[ApiKey] | None) -> dict:
     return out
 
 
+def keys_of(block: dict | None) -> list[ApiKey]:
+    return [(h["tool_name"], h["api_name"]) for h in (block or {}).get("hits") or []]
+
+
+def metrics_frame(result: dict, gold: frozenset[ApiKey], k: int) -> pd.DataFrame:
+    """A row per architecture shown, a column per metric at k (core.study.metrics.SCORE_NAMES)."""
+    rows = [{"architecture": ARCH_NAMES[arch], **{f"{name}@{k}": value for name, value in zip(
+                metrics.SCORE_NAMES.values(), metrics.scores_at_k(keys_of(result[arch]), gold, k).values())}}
+            for arch in ARCHS if isinstance(result.get(arch), dict)]
+    return pd.DataFrame(rows)
+
+
+def both_golds_frame(query: Query, result: dict, k: int) -> pd.DataFrame:
+    """Both gold definitions of a query side by side: a row per API in either, which sets hold it, and which
+    architectures' top k found it."""
+    found = {arch: set(keys_of(result.get(arch))) for arch in ARCHS if isinstance(result.get(arch), dict)}
+    api_list, relevant = set(query.api_list), set(query.relevant_apis)
+    keys = sorted(api_list | relevant, key=lambda key: (key not in relevant, key))
+    return pd.DataFrame([{"API": display_name(*key), "api_list": key in api_list, "relevant": key in relevant,
+                          **{f"{ARCH_NAMES[a]} top {k}": key in hits for a, hits in found.items()}} for key in keys])
+
+
+def rank_text(rank: int | None, depth: int = TRACE_DEPTH) -> str:
+    return f"beyond {depth}" if rank is None else str(rank)
+
+
+def trace_frame(traces: list[GoldTrace], k: int, archs: tuple[str, ...] = ARCHS,
+                depth: int = TRACE_DEPTH) -> pd.DataFrame:
+    """A row per gold API: ranks in the top `depth` of each architecture shown, cosines, document kind and
+    the verdict."""
+    return pd.DataFrame([{
+        "API": display_name(t.tool_name, t.api_name), "why": verdict(t, k, depth),
+        **{f"{ARCH_NAMES[a]} rank": rank_text(t.rank(a), depth) if t.in_registry else "–" for a in archs},
+        "cos(query)": t.cos_query, "cos(best stub)": t.cos_stub, "best stub": t.best_stub or "",
+        "document": "not in registry" if not t.in_registry else "name only" if t.name_only else "described"}
+        for t in traces])
+
+
+def diff_lists(diff: TopkDiff) -> dict[str, list[str]]:
+    """The top-k diff's three parts as display names, titled."""
+    return {f"Shared ({len(diff.shared)})": [display_name(*k) for k in diff.shared],
+            f"Only RtP ({len(diff.only_rtp)})": [display_name(*k) for k in diff.only_rtp],
+            f"Only PtR ({len(diff.only_ptr)})": [display_name(*k) for k in diff.only_ptr]}
+
+
 def stub_hits(block: dict) -> list[tuple[dict, list[dict]]]:
     """PtR's stubs, each with the final hits it contributed (the stub that scored each hit best)."""
     hits = block.get("hits") or []
@@ -110,6 +158,20 @@ def total_tokens(block: dict) -> int:
     usage = (block.get("usage") or {}).get("total_tokens") or 0
     plan = ((block.get("plan") or {}).get("usage") or {}).get("total_tokens") or 0
     return int(usage) + int(plan)
+
+
+def latency_text(block: dict, stored: bool) -> str:
+    """What one architecture's time means. Live: stub writing + retrieval + planning, measured now. Stored:
+    only the LLM calls' wall times were kept (inside a batch run with parallel workers; retrieval ran batched
+    and has no per-query time), so only those are shown, and said to be that."""
+    plan = (block.get("plan") or {}).get("latency_s")
+    stubs = block.get("stub_latency_s")
+    if not stored:
+        return f"{total_latency_s(block):.2f} s live"
+    parts = [f"{name} {float(value):.2f} s" for name, value in (("stubs", stubs), ("plan", plan)) if value is not None]
+    if not parts:
+        return "no LLM time stored at this k"
+    return "LLM wall time in the batch run: " + " + ".join(parts)
 
 
 def total_latency_s(block: dict) -> float:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.settings import Settings
+from core.settings import REGISTRIES, Settings
 
 
 def base_settings() -> Settings:
@@ -14,5 +14,16 @@ def base_settings() -> Settings:
 def current_settings() -> Settings:
     """The environment's settings with the sidebar's registry choice applied."""
     settings = base_settings()
-    registry = st.session_state.get("registry", settings.registry)
+    # Before the sidebar's widget exists in a session (app.py starts the index first), the URL has the choice.
+    registry = st.session_state.get("registry") or st.query_params.get("registry") or settings.registry
+    if registry not in REGISTRIES:
+        registry = settings.registry
     return settings if registry == settings.registry else settings.with_(registry=registry)
+
+
+SIDEBAR_KEYS = ("registry", "gold", "k_default")
+
+
+def shared_choices() -> dict[str, str]:
+    """The sidebar's choices as the URL carries them (a choice at its default is not in the URL)."""
+    return {key: st.query_params[key] for key in SIDEBAR_KEYS if key in st.query_params}

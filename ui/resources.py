@@ -18,11 +18,14 @@ from core.retrieval.discovery import Retriever, Stub
 from core.study.single_query import inspect_query
 from core.data.loaders import registry_for
 from core.data.registry import UNKNOWN_CATEGORY
+from core.analysis.provenance import provenance_line
 from core.analysis.reader import ResultsReader
 from core.backends import BACKEND_LIST
 from core.settings import Settings
+from core.study.gold_trace import GoldTrace, trace_gold
 from core.study.store import sqlite_path
 from ui.projection import Projection, fit_pca, sample_rows
+from ui.safe import plot_text
 
 MAP_SAMPLE = 5_000  # registry vectors the PCA map is fitted on and draws
 
@@ -92,6 +95,21 @@ def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, ar
         return uncached.result
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def _traces(query: str, stubs: tuple[Stub, ...], hybrid_stubs: tuple[Stub, ...], gold: tuple, index_key: tuple,
+            _retriever: Retriever) -> list[GoldTrace]:
+    return trace_gold(query, stubs, gold, _retriever, hybrid_stubs=hybrid_stubs)
+
+
+def gold_traces(query: str, ptr_block: dict | None, gold: frozenset, retriever: Retriever) -> list[GoldTrace]:
+    """trace_gold for one shown result, cached per (query, stubs, gold, index): PtR's stubs as stored or
+    written (none when PtR did not run), and the hybrid's as the studies use them (none after a fallback)."""
+    stubs = tuple(Stub(s["name"], s.get("reasoning") or "") for s in (ptr_block or {}).get("stubs") or [])
+    hybrid_stubs = () if (ptr_block or {}).get("stub_fallback") else stubs
+    index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
+    return _traces(query, stubs, hybrid_stubs, tuple(sorted(gold)), index_key, retriever)
+
+
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _map(index_key: tuple, _retriever: Retriever, sample: int) -> tuple[Projection, pd.DataFrame]:
     vectors = _retriever.corpus_vectors
@@ -134,25 +152,33 @@ def _registry_frame(data_dir: str, registry: str, _settings: Settings) -> pd.Dat
                           "category": [a.category or UNKNOWN_CATEGORY for a in apis],
                           "description": [a.description for a in apis], "doc_source": [a.doc_source for a in apis]})
     frame["_haystack"] = (frame["tool"] + "\n" + frame["api"] + "\n" + frame["description"]).str.lower()
-    return frame
+    frame["_row"] = range(len(frame))  # the registry row, for the semantic search's hits
+    # Described APIs with a category first: the registry file lists the name-only ones first.
+    order = (frame["doc_source"] != "full").astype(int) * 2 + (frame["category"] == UNKNOWN_CATEGORY).astype(int)
+    return frame.assign(_order=order).sort_values(["_order", "tool", "api"], kind="stable").drop(columns="_order")
 
 
 def registry_frame(settings: Settings) -> pd.DataFrame:
-    """The registry as a table with a lowercase search column; raises DataNotFoundError without data."""
+    """The registry as a table with a lowercase search column and each API's registry row, described APIs
+    first; raises DataNotFoundError without data."""
     return _registry_frame(str(settings.data_dir()), settings.registry, settings)
 
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _figure(url: str, version: float, key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
-    return _build()
+def _figure(url: str, version: float, key: tuple, subtitle: str, _build: Callable[[], go.Figure]) -> go.Figure:
+    fig = _build()
+    if subtitle:
+        fig.update_layout(title_subtitle_text=plot_text(subtitle, 200), title_subtitle_font={"size": 11, "color": "#666"})
+    return fig
 
 
-def db_figure(settings: Settings, key: tuple, build: Callable[[], go.Figure]) -> go.Figure:
+def db_figure(settings: Settings, key: tuple, build: Callable[[], go.Figure], source: dict | None = None) -> go.Figure:
     """A chart of database data, built once per database version: plotly builds cost ~0.1 s each.
 
-    `key` names the chart and every input that changes it (gold, backend, metric, subset).
+    `key` names the chart and every input that changes it (gold, backend, metric, subset); `source`
+    (core.analysis.provenance) becomes the chart's subtitle, so a saved image says where it comes from.
     Figures are shared across sessions and must not be mutated after building.
     """
     url = settings.results_url
-    return _figure(url, db_version(url), key, build)
+    return _figure(url, db_version(url), key, provenance_line(source) if source else "", build)

@@ -39,8 +39,7 @@ def main_table_display(df: pd.DataFrame) -> pd.DataFrame:
     columns = ["subset", "metric", "RtP", "PtR", "p-value", "test", "better", "queries", "runs"]
     if df.empty:
         return pd.DataFrame(columns=columns)
-    order = {s: i for i, s in enumerate(subset_order(df["subset"]))}
-    df = df.assign(_o=df["subset"].map(order), _m=df["metric"].map(metric_rank)).sort_values(["_o", "_m"], kind="stable")
+    df = df_sorted(df)
     return pd.DataFrame({
         "subset": df["subset"], "metric": df["metric"],
         "RtP": [fmt_mean_std(m, s) for m, s in zip(df["rtp_mean"], df["rtp_std"])],
@@ -106,8 +105,137 @@ def filter_examples(df: pd.DataFrame, subsets: list[str] | None = None, outcomes
     return df[mask]
 
 
-def search_registry(frame: pd.DataFrame, text: str) -> pd.DataFrame:
-    """Rows whose tool, API name or description contains `text` (any case); all rows for empty text."""
+def search_registry(frame: pd.DataFrame, text: str, doc_sources: list[str] | None = None,
+                    categories: list[str] | None = None) -> pd.DataFrame:
+    """Rows whose tool, API name or description contains `text` (any case), of the chosen document kinds and
+    categories (none chosen = all); all rows for empty text."""
     needle = text.strip().lower()
-    hits = frame[frame["_haystack"].str.contains(needle, regex=False)] if needle else frame
-    return hits.drop(columns=["_haystack"])
+    mask = frame["_haystack"].str.contains(needle, regex=False) if needle else pd.Series(True, index=frame.index)
+    if doc_sources:
+        mask &= frame["doc_source"].isin(doc_sources)
+    if categories:
+        mask &= frame["category"].isin(categories)
+    return frame[mask].drop(columns=["_haystack", "_row"], errors="ignore")
+
+
+def semantic_hits(frame: pd.DataFrame, rows: list[int], scores: list[float], doc_sources: list[str] | None = None,
+                  categories: list[str] | None = None) -> pd.DataFrame:
+    """The index's ranked hits for a search text as registry rows, with rank and cosine, then filtered."""
+    by_row = frame.set_index("_row")
+    hits = by_row.loc[rows].assign(rank=range(1, len(rows) + 1), cosine=scores).reset_index(drop=True)
+    if doc_sources:
+        hits = hits[hits["doc_source"].isin(doc_sources)]
+    if categories:
+        hits = hits[hits["category"].isin(categories)]
+    return hits[["rank", "cosine", "tool", "api", "category", "doc_source", "description"]]
+
+
+def fmt_ci(low: object, high: object) -> str:
+    if low is None or high is None or any(isinstance(v, float) and math.isnan(v) for v in (low, high)):
+        return "–"
+    return f"[{float(low):.3f}, {float(high):.3f}]"
+
+
+PAPER_SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
+MEAN_COLUMN = "mean G1/G2/G3"
+ARCH_ORDER = {"rtp": 0, "ptr": 1, "hybrid": 2}
+ARCH_LABELS = {"rtp": "RtP", "ptr": "PtR", "hybrid": "hybrid (beyond the paper)"}
+
+
+def leaderboard_view(board: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """ResultsReader.leaderboard (+ the paper's rows) -> a row per system and architecture: the metric per
+    subset as a number (sortable) and its 95% interval beside it, the mean over the paper's three subsets
+    (comparable across every row), then the provenance columns."""
+    from core.analysis.tables import LEADERBOARD_PROVENANCE
+
+    if board.empty:
+        return pd.DataFrame(columns=["system", "architecture"])
+    order = subset_order(board["subset"])
+    systems = list(dict.fromkeys(board["system"]))
+    rows = []
+    for (system, arch), part in board.groupby(["system", "arch"], sort=False):
+        by_subset = part.set_index("subset")
+        row = {"system": system, "architecture": ARCH_LABELS.get(arch, arch)}
+        for subset in order:
+            have = subset in by_subset.index
+            row[subset] = float(by_subset.at[subset, metric]) if have else math.nan
+            row[f"{subset} 95% CI"] = (fmt_ci(by_subset.at[subset, f"{metric}_low"], by_subset.at[subset, f"{metric}_high"])
+                                       if have else "–")
+        shared = [float(by_subset.at[s, metric]) for s in PAPER_SUBSETS if s in by_subset.index]
+        row[MEAN_COLUMN] = sum(shared) / len(shared) if len(shared) == len(PAPER_SUBSETS) else math.nan
+        row.update({c: part[c].iloc[0] for c in LEADERBOARD_PROVENANCE})
+        row["_order"] = (systems.index(system), ARCH_ORDER.get(arch, 9))
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values("_order").drop(columns="_order").reset_index(drop=True)
+
+
+def with_provenance(df: pd.DataFrame, fields: dict) -> pd.DataFrame:
+    """The table with a column per provenance field, so every exported row says which backend, models,
+    registry, gold, k and commit it comes from; a column the table has already (a k sweep's k) is kept."""
+    return df.assign(**{name: [value] * len(df) for name, value in fields.items() if name not in df.columns})
+
+
+def export_json(df: pd.DataFrame, fields: dict) -> bytes:
+    """{"provenance": fields, "rows": records}: the JSON download of a table."""
+    import json
+
+    rows = json.loads(df.to_json(orient="records", date_format="iso"))
+    return json.dumps({"provenance": fields, "rows": rows}, indent=1, ensure_ascii=False, default=str).encode()
+
+
+def fmt_mean_ci(mean: object, low: object, high: object) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    return f"{float(mean):.3f} {fmt_ci(low, high)}"
+
+
+def paired_display(paired: pd.DataFrame) -> pd.DataFrame:
+    """ResultsReader.paired_tests -> readable rows: each side's mean with its 95% interval over queries, the
+    paired difference with its interval, both tests' p-values."""
+    columns = ["subset", "metric", "RtP", "PtR", "PtR − RtP", "Wilcoxon p", "paired t p", "better", "queries"]
+    if paired.empty:
+        return pd.DataFrame(columns=columns)
+    return pd.DataFrame({
+        "subset": paired["subset"], "metric": paired["metric"],
+        "RtP": [fmt_mean_ci(*v) for v in zip(paired["rtp_mean"], paired["rtp_low"], paired["rtp_high"])],
+        "PtR": [fmt_mean_ci(*v) for v in zip(paired["ptr_mean"], paired["ptr_low"], paired["ptr_high"])],
+        "PtR − RtP": [fmt_mean_ci(*v) for v in zip(paired["mean_diff"], paired["diff_low"], paired["diff_high"])],
+        "Wilcoxon p": [fmt_p(p) for p in paired["wilcoxon_p"]], "paired t p": [fmt_p(p) for p in paired["paired_t_p"]],
+        "better": paired["better"], "queries": paired["n"]}, columns=columns).reset_index(drop=True)
+
+
+def runs_can_vary(main: pd.DataFrame, runs: int) -> bool:
+    """False when a run-level test says nothing: one run, or every run of both sides gave the same numbers."""
+    if runs < 2 or main.empty:
+        return False
+    spread = pd.concat([main["rtp_std"], main["ptr_std"]]).astype(float).fillna(0.0)
+    return bool((spread > 1e-12).any())
+
+
+def run_level_display(df: pd.DataFrame) -> pd.DataFrame:
+    """The main table without its run-level test, for runs that cannot vary: means only."""
+    ordered = df_sorted(df)
+    return main_table_display(df).assign(RtP=[fmt_mean_std(m, None) for m in ordered["rtp_mean"]],
+                                         PtR=[fmt_mean_std(m, None) for m in ordered["ptr_mean"]]
+                                         ).drop(columns=["p-value", "test"])
+
+
+def df_sorted(df: pd.DataFrame) -> pd.DataFrame:
+    """The main table's rows with subsets in the study's order, then metrics (recall, precision, others)."""
+    order = {s: i for i, s in enumerate(subset_order(df["subset"]))}
+    return df.assign(_o=df["subset"].map(order), _m=df["metric"].map(metric_rank)).sort_values(
+        ["_o", "_m"], kind="stable").drop(columns=["_o", "_m"])
+
+
+PLANNER_DEFINITIONS = {
+    "fidelity": "share of the APIs the planner named that were in the retrieved list it was given (1.0 = it invented none)",
+    "selection_rate": "APIs the planner selected ÷ k: how much of the retrieved list it used",
+    "steps": "plan steps per query",
+    "apis_named": "APIs the planner named per query",
+    "refusal_rate": "share of queries where the planner said no retrieved API can do the task",
+    "parse_error_rate": "share of planner replies that were not usable JSON",
+    "complete_miss_rate": "share of queries whose retrieved list held no gold API (recall 0)",
+    "wrong_tool_rate": "on complete misses: share where the planner still selected something (necessarily the wrong tool)",
+    "refusal_on_miss": "on complete misses: share where the planner refused (the honest answer)",
+    "planner_jaccard": "mean Jaccard overlap of RtP's and PtR's selected APIs per query (same on both rows)",
+}

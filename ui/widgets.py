@@ -20,9 +20,10 @@ from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
 from core.data.toolbench import Api, ApiKey
 from ui.safe import md
+from ui.tables import export_json, with_provenance
 from ui.index_job import IndexJob, index_job
 from ui.resources import results
-from ui.inspector_view import ARCH_TITLES, stub_hits, total_latency_s, total_tokens
+from ui.inspector_view import ARCH_TITLES, latency_text, stub_hits, total_tokens
 
 T = TypeVar("T")
 
@@ -126,13 +127,26 @@ def index_gate(settings: Settings, wait_s: float = INDEX_WAIT_S) -> Retriever | 
     return None
 
 
-def download_buttons(df: pd.DataFrame, name: str) -> None:
-    """CSV and JSON downloads of one table, side by side."""
+def quiet_retriever(settings: Settings, wait_s: float = INDEX_WAIT_S) -> Retriever | None:
+    """The retriever if the index is (or within `wait_s` becomes) ready, else None, showing nothing: for
+    extras of a page that renders without the index."""
+    try:
+        job = index_job(settings)
+    except DataNotFoundError:
+        return None
+    if not job.finished:
+        job.wait(max(0.0, wait_s - job.elapsed_s))
+    return job.retriever if job.ready else None
+
+
+def download_buttons(df: pd.DataFrame, name: str, source: dict) -> None:
+    """CSV and JSON downloads of one table, side by side; both carry `source` (core.analysis.provenance):
+    the CSV as columns on every row, the JSON as a "provenance" object beside the rows."""
     left, right = st.columns(2)
-    left.download_button("CSV", df.to_csv(index=False).encode(), f"{name}.csv", "text/csv",
+    left.download_button("CSV", with_provenance(df, source).to_csv(index=False).encode(), f"{name}.csv", "text/csv",
                          key=f"dl-csv-{name}", icon=":material/download:", width="stretch")
-    right.download_button("JSON", df.to_json(orient="records", indent=1, date_format="iso").encode(), f"{name}.json",
-                          "application/json", key=f"dl-json-{name}", icon=":material/download:", width="stretch")
+    right.download_button("JSON", export_json(df, source), f"{name}.json", "application/json",
+                          key=f"dl-json-{name}", icon=":material/download:", width="stretch")
 
 
 def describe(registry: Registry | None) -> Callable[[ApiKey], Api | None]:
@@ -194,13 +208,13 @@ def score_line(block: dict, k: int, tail: str) -> str:
 
 
 def arch_column(arch: str, block: dict | None, lookup: Callable[[ApiKey], Api | None], k: int,
-                failure: str | None = None) -> None:
+                failure: str | None = None, stored: bool = False) -> None:
     """One architecture's column of the Inspector."""
     st.subheader(ARCH_TITLES[arch])
     if block is None:
         error(failure or "This architecture produced no result.")
         return
-    st.markdown(score_line(block, k, f"{total_tokens(block):,} tokens · {total_latency_s(block):.2f} s"))
+    st.markdown(score_line(block, k, f"{total_tokens(block):,} tokens · {latency_text(block, stored)}"))
     if arch == "ptr":
         if block.get("stub_fallback"):
             st.warning("Stub writing failed; PtR fell back to the raw query as its only stub"

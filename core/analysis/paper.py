@@ -138,5 +138,15 @@ def leaderboard_rows(paper: dict) -> pd.DataFrame:
             precision, _ = _mean_std(group.get(arch, {}).get("precision"))
             rows.append({"system": PAPER_SYSTEM, "arch": arch, "subset": subset,
                          "recall": math.nan if recall is None else recall,
-                         "precision": math.nan if precision is None else precision, "n": sizes.get(names[subset])})
+                         "precision": math.nan if precision is None else precision, "n": sizes.get(names[subset]),
+                         **paper_provenance(paper)})
     return pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
+
+
+def paper_provenance(paper: dict) -> dict:
+    """The leaderboard's provenance columns for the paper's rows: what it reports of its setup."""
+    setup = paper.get("setup") or {}
+    return {"llm_backend": "paper (reported)", "llm_model": setup.get("llm", PAPER_LLM),
+            "embedding_model": setup.get("embedding_model", "gte-base"),
+            "registry": f"ToolBench ({int(setup.get('registry_size') or 0):,} APIs)", "gold": "the paper's",
+            "k": setup.get("k", 5), "runs": setup.get("runs"), "commit": "–"}

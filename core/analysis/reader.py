@@ -62,7 +62,7 @@ latest complete run counts.
 - `paired_tests(gold, k)`: per subset, the paired per-query tests of RtP vs PtR (analysis.tables.paired_tests).
 - `hybrid_table(gold)`: the hybrid (beyond the paper) beside RtP and PtR at the main k, per subset and overall.
 - `backends() -> list[str]`: backends with a complete main study. `leaderboard(gold)`: system, arch, subset,
-  recall, precision, n for every backend's latest study (the paper's rows: core.analysis.report.leaderboard).
+  recall and precision with bootstrap 95% intervals, n and provenance for every backend's latest study (the paper's rows: core.analysis.report.leaderboard).
 - `router_table(gold, k)`, `router_curve(gold, k)`, `router_fit(gold, k) -> dict`, `router_signal(gold, k) ->
   dict`: the adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated, see analysis.router).
 - `setup(backend=None) -> dict | None`: provenance of the selected main study (registry_name,
@@ -90,6 +90,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from core.analysis.provenance import provenance
 from core.analysis import tables as analysis, router
 from core.study.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, SchemaMismatch, check_schema, make_engine, sqlite_path, unpack_if_packed
 
@@ -475,12 +476,19 @@ class ResultsReader:
     @read_cached
     def leaderboard(self, gold: str = "api_list") -> pd.DataFrame:
         """analysis.LEADERBOARD_COLUMNS for every backend's latest study: system (its backend label), arch
-        (rtp, ptr, hybrid), subset, recall and precision at the main k, n queries. The paper's rows are
-        added by core.analysis.report.leaderboard (this reader reads the database only)."""
+        (rtp, ptr, hybrid), subset, recall and precision at the main k with bootstrap 95% intervals over
+        queries, n queries, provenance. The paper's rows are added by core.analysis.report.leaderboard
+        (this reader reads the database only)."""
         def compute() -> pd.DataFrame:
-            parts = [analysis.leaderboard_rows((self.setup(b) or {}).get("backend_label", b),
-                                               self.main_table(gold, b), self.hybrid_table(gold, b))
-                     for b in self.backends()]
+            parts = []
+            for backend in self.backends():
+                setup = self.setup(backend) or {}
+                k = int(setup.get("k") or 5)
+                hybrid = self._rows(self._selected("hybrid", backend), ("subset", "query_id", *GOLD_SCORES))
+                parts.append(analysis.leaderboard_rows(setup.get("backend_label", backend),
+                                                       provenance(setup, gold),
+                                                       self.per_query(None, gold, k, backend),
+                                                       analysis.hybrid_per_query(hybrid, gold)))
             return (pd.concat(parts, ignore_index=True) if parts
                     else pd.DataFrame(columns=analysis.LEADERBOARD_COLUMNS))
         return compute()

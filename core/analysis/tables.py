@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.study.stats import summarise
+from core.analysis.provenance import PROVENANCE_FIELDS
+from core.study.stats import bootstrap_ci, summarise
 from core.data.toolbench import subset_order
 
 EPS = 1e-12
@@ -181,6 +182,9 @@ def per_query(df: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
     out = pd.DataFrame({"rtp_recall": agg[("recall", "rtp")], "ptr_recall": agg[("recall", "ptr")],
                         "rtp_precision": agg[("precision", "rtp")], "ptr_precision": agg[("precision", "ptr")]})
     out = out.dropna(subset=["rtp_recall", "ptr_recall"]).reset_index()
+    order = {s: i for i, s in enumerate(subset_order(out["subset"]))}
+    out = out.sort_values(["subset", "query_id"], key=lambda c: c.map(order) if c.name == "subset" else c,
+                          kind="stable").reset_index(drop=True)
     out["recall_diff"] = out["ptr_recall"] - out["rtp_recall"]
     out["outcome"] = [outcome(r, p) for r, p in zip(out["rtp_recall"], out["ptr_recall"])]
     ptr_rows = df[df["arch"] == "ptr"]
@@ -197,7 +201,8 @@ def win_counts(pq: pd.DataFrame) -> pd.DataFrame:
     """Per subset: counts of each outcome, and mean recall of each side on queries whose top-k sets differ."""
     columns = ["subset", *OUTCOMES, "n_queries", "n_diverging", "rtp_recall_diverging", "ptr_recall_diverging"]
     rows = []
-    for subset, part in pq.groupby("subset") if not pq.empty else []:
+    for subset in subset_order(pq["subset"]) if not pq.empty else []:
+        part = pq[pq["subset"] == subset]
         counts = part["outcome"].value_counts()
         div = part[part["diverging"]]
         rows.append({"subset": subset, **{o: int(counts.get(o, 0)) for o in OUTCOMES}, "n_queries": len(part),
@@ -412,7 +417,10 @@ def decomposition_wins(pq: pd.DataFrame, n_stubs: pd.Series) -> pd.DataFrame:
     return pq[(pq["recall_diff"] > EPS) & (n_stubs >= 2)]
 
 
-PAIRED_TESTS = "Wilcoxon signed-rank and paired t over per-query values (RtP vs PtR, each query's mean over runs)"
+PAIRED_TESTS = ("Wilcoxon signed-rank and paired t over per-query values (RtP vs PtR, each query's mean over runs); "
+                "[low, high]: percentile-bootstrap 95% intervals over queries")
+PAIRED_COLUMNS = ["subset", "metric", "n", "rtp_mean", "rtp_low", "rtp_high", "ptr_mean", "ptr_low", "ptr_high",
+                  "mean_diff", "diff_low", "diff_high", "wilcoxon_p", "paired_t_p", "better"]
 
 
 def paired_tests(pq: pd.DataFrame) -> pd.DataFrame:
@@ -425,7 +433,8 @@ def paired_tests(pq: pd.DataFrame) -> pd.DataFrame:
     from scipy import stats as sps
 
     rows = []
-    for subset, group in pq.groupby("subset", sort=True):
+    for subset in subset_order(pq["subset"]) if not pq.empty else []:
+        group = pq[pq["subset"] == subset]
         for metric in ("recall", "precision"):
             pairs = group[[f"rtp_{metric}", f"ptr_{metric}"]].astype(float).dropna()
             rtp, ptr = pairs.iloc[:, 0].to_numpy(), pairs.iloc[:, 1].to_numpy()
@@ -434,14 +443,17 @@ def paired_tests(pq: pd.DataFrame) -> pd.DataFrame:
             if len(diff) >= 2 and np.any(np.abs(diff) > EPS):
                 t_p = float(sps.ttest_rel(ptr, rtp).pvalue)
                 w_p = float(sps.wilcoxon(ptr, rtp, zero_method="wilcox").pvalue)
+            (rtp_low, rtp_high), (ptr_low, ptr_high), (diff_low, diff_high) = (
+                bootstrap_ci(rtp), bootstrap_ci(ptr), bootstrap_ci(diff))
             rows.append({"subset": subset, "metric": metric, "n": len(diff),
-                         "rtp_mean": float(rtp.mean()) if len(rtp) else math.nan,
-                         "ptr_mean": float(ptr.mean()) if len(ptr) else math.nan,
-                         "mean_diff": float(diff.mean()) if len(diff) else math.nan,
+                         "rtp_mean": float(rtp.mean()) if len(rtp) else math.nan, "rtp_low": rtp_low,
+                         "rtp_high": rtp_high, "ptr_mean": float(ptr.mean()) if len(ptr) else math.nan,
+                         "ptr_low": ptr_low, "ptr_high": ptr_high,
+                         "mean_diff": float(diff.mean()) if len(diff) else math.nan, "diff_low": diff_low,
+                         "diff_high": diff_high,
                          "wilcoxon_p": w_p, "paired_t_p": t_p,
                          "better": better(float(rtp.mean()), float(ptr.mean())) if len(diff) else "tie"})
-    return pd.DataFrame(rows, columns=["subset", "metric", "n", "rtp_mean", "ptr_mean", "mean_diff", "wilcoxon_p",
-                                       "paired_t_p", "better"])
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
 HYBRID_COLUMNS = ["subset", "n", "rtp_recall", "ptr_recall", "hybrid_recall", "hybrid_recall_std", "hybrid_precision",
@@ -483,24 +495,43 @@ def hybrid_table(pq: pd.DataFrame, hybrid_rows: pd.DataFrame, gold: str = "api_l
     return pd.DataFrame(out, columns=HYBRID_COLUMNS)
 
 
-LEADERBOARD_COLUMNS = ["system", "arch", "subset", "recall", "precision", "n"]
+LEADERBOARD_PROVENANCE = [f for f in PROVENANCE_FIELDS if f != "backend_label"]  # the system column holds it
+LEADERBOARD_COLUMNS = ["system", "arch", "subset", "recall", "recall_low", "recall_high", "precision", "precision_low",
+                       "precision_high", "n", *LEADERBOARD_PROVENANCE]
+LEADERBOARD_NOTE = ("Means over queries (each query's mean over runs) with percentile-bootstrap 95% intervals over "
+                    "queries (2,000 resamples, seeded): a deterministic backend has std 0 over runs, so the "
+                    "uncertainty that matters is which queries were drawn. The paper's rows are its reported means; "
+                    "it gives no per-query values, so no interval.")
 
 
-def leaderboard_rows(system: str, main: pd.DataFrame, hybrid: pd.DataFrame) -> pd.DataFrame:
-    """One system's rows of the leaderboard: RtP and PtR from its main table (means over runs), the
-    hybrid from its hybrid table, per subset; n is the number of queries each mean is over."""
+def hybrid_per_query(hybrid_rows: pd.DataFrame, gold: str) -> pd.DataFrame:
+    """[subset, query_id, hybrid_recall, hybrid_precision]: each query's mean over the hybrid's runs."""
+    if hybrid_rows.empty:
+        return pd.DataFrame(columns=["subset", "query_id", "hybrid_recall", "hybrid_precision"])
+    rows = hybrid_rows.assign(hybrid_recall=pd.to_numeric(hybrid_rows[f"recall_{gold}"], errors="coerce").astype(float),
+                              hybrid_precision=pd.to_numeric(hybrid_rows[f"precision_{gold}"],
+                                                             errors="coerce").astype(float))
+    return rows.groupby(["subset", "query_id"])[["hybrid_recall", "hybrid_precision"]].mean().reset_index()
+
+
+def leaderboard_rows(system: str, provenance: dict, pq: pd.DataFrame, hybrid_pq: pd.DataFrame) -> pd.DataFrame:
+    """One system's rows of the leaderboard per (arch, subset): mean recall and precision over queries with
+    bootstrap 95% intervals, n queries, and the provenance columns. RtP and PtR come from per_query, the
+    hybrid from hybrid_per_query (its own queries: those with a defined recall)."""
+    sources = [("rtp", pq, "rtp"), ("ptr", pq, "ptr"), ("hybrid", hybrid_pq, "hybrid")]
     rows = []
-    for subset, part in main.groupby("subset", sort=False) if not main.empty else []:
-        by_metric = part.set_index("metric")
-        for arch in ("rtp", "ptr"):
-            rows.append({"system": system, "arch": arch, "subset": subset,
-                         "recall": by_metric.at["recall", f"{arch}_mean"] if "recall" in by_metric.index else math.nan,
-                         "precision": by_metric.at["precision", f"{arch}_mean"]
-                         if "precision" in by_metric.index else math.nan,
-                         "n": int(part["n_queries"].max())})
-    for _, row in hybrid[hybrid["subset"] != "all"].iterrows() if not hybrid.empty else []:
-        rows.append({"system": system, "arch": "hybrid", "subset": row["subset"], "recall": row["hybrid_recall"],
-                     "precision": row["hybrid_precision"], "n": int(row["n"])})
+    for arch, frame, prefix in sources:
+        if frame.empty:
+            continue
+        frame = frame.dropna(subset=[f"{prefix}_recall"])
+        for subset in subset_order(frame["subset"]):
+            part = frame[frame["subset"] == subset]
+            row = {"system": system, "arch": arch, "subset": subset, "n": len(part), **provenance}
+            for metric in ("recall", "precision"):
+                values = part[f"{prefix}_{metric}"].astype(float).tolist()
+                row[metric] = float(np.mean(values))
+                row[f"{metric}_low"], row[f"{metric}_high"] = bootstrap_ci(values)
+            rows.append(row)
     return pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
 
 

@@ -8,6 +8,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -28,3 +30,25 @@ def summarise(values: Iterable[float | None]) -> Summary:
     mean = math.fsum(vals) / n
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else 0.0
     return Summary(mean, std, n)
+
+
+BOOTSTRAP_RESAMPLES = 2_000
+BOOTSTRAP_SEED = 0
+
+
+def bootstrap_ci(values: Iterable[float | None], confidence: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
+                 seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean over queries, seeded so a table reads the same every time.
+
+    Why over queries: a deterministic backend repeats identical runs (std 0 over runs), so the spread that
+    says how sure a mean is comes from which queries were sampled. None values are skipped; (nan, nan)
+    without values.
+    """
+    vals = np.array([float(v) for v in values if v is not None], dtype=float)
+    if vals.size == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    means = vals[rng.integers(0, vals.size, size=(resamples, vals.size))].mean(axis=1)
+    tail = (1.0 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
