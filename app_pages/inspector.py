@@ -21,7 +21,7 @@ from ui.resources import available_backends, inspect_live, results, with_backend
 from ui.inspector_view import K_MAX, K_MIN, View, parse_view, with_gold
 from ui.gold_section import gold_section
 from ui.widgets import (arch_column, describe, error, hybrid_section, index_gate, json_download, quiet_retriever,
-                        router_verdict, safe_read)
+                        rerun_when_index_ready, router_verdict, safe_read)
 
 MODES = ("Your query", "Benchmark query")
 URL_KEYS = ("q", "qid", "k", "backend")
@@ -173,9 +173,11 @@ else:
 hybrid_section(result.get("hybrid"), lookup, k)
 if stored:
     registry_name = (result.get("provenance") or {}).get("registry_name")
-    retriever = quiet_retriever(settings.with_(registry=registry_name) if registry_name in ("full", "documented")
-                                else settings)
+    trace_settings = settings.with_(registry=registry_name) if registry_name in ("full", "documented") else settings
+    retriever = quiet_retriever(trace_settings)
 gold_section(text, result, query, gold_def, k, retriever)
+if stored and query is not None and retriever is None:
+    rerun_when_index_ready(trace_settings)
 if safe_read(settings, ResultsReader.available):
     router_verdict((result.get("rtp") or {}).get("top1_score"), safe_read(settings, ResultsReader.router_fit, gold=gold_def, k=k))
 

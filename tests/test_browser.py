@@ -192,3 +192,69 @@ def test_typed_query_shows_the_local_models_stubs_and_plans(local_server: str, b
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "browser_test_inspector_local.png"), full_page=True)
     page.close()
+
+
+def _settled(page) -> None:
+    """Waits until Streamlit has finished the current run (no running indicator), then a moment for the DOM."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=RENDER_TIMEOUT_MS)
+    page.wait_for_timeout(500)
+
+
+def test_a_copied_url_of_a_filtered_view_opens_identically(server: str, browser) -> None:
+    """Gold and the Examples filters go into the URL; the same URL in a fresh browser context shows the same."""
+    first = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = first.new_page()
+    page.goto(f"{server}/examples")
+    page.get_by_text("relevant (ToolBench)").click()
+    box = page.get_by_role("textbox", name="Text in query or stubs")
+    box.wait_for(timeout=RENDER_TIMEOUT_MS)
+    box.fill("hotels")
+    box.press("Enter")
+    page.wait_for_url("**ex_text=hotels**", timeout=RENDER_TIMEOUT_MS)
+    _settled(page)
+    url = page.url
+    assert "gold=relevant" in url and "ex_text=hotels" in url
+    caption = page.get_by_text(" queries · ").first.inner_text()
+    assert caption.startswith("2 of 6 queries") and "gold relevant" in caption
+    second = browser.new_context(viewport={"width": 1400, "height": 1000})  # no cookies, no session: only the URL
+    fresh = second.new_page()
+    fresh.goto(url)
+    fresh.get_by_text(" queries · ").first.wait_for(timeout=RENDER_TIMEOUT_MS)
+    _settled(fresh)
+    assert fresh.get_by_text(" queries · ").first.inner_text() == caption
+    assert fresh.get_by_role("textbox", name="Text in query or stubs").input_value() == "hotels"
+    assert fresh.get_by_role("radio", name="relevant (ToolBench)").is_checked()
+    assert fresh.locator("[data-testid='stException']").count() == 0
+    first.close()
+    second.close()
+
+
+def test_the_inspector_explains_a_miss_with_ranks(server: str, browser) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(f"{server}/inspector?qid=G2_instruction:4&k={MAIN_K}&gold=relevant")
+    page.get_by_text("Why each gold API was found or missed").wait_for(timeout=RENDER_TIMEOUT_MS)
+    _settled(page)
+    assert page.get_by_text(f"appear in no top {MAIN_K}", exact=False).count() == 1
+    grids = page.locator("[data-testid='stDataFrame']")
+    for header in ("RtP rank", f"nDCG@{MAIN_K}"):  # the trace and the per-query metrics
+        grids.filter(has_text=header).wait_for(state="attached", timeout=RENDER_TIMEOUT_MS)
+    assert page.get_by_text("Only PtR", exact=False).count() == 1
+    assert page.locator("[data-testid='stException']").count() == 0
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "browser_test_miss_explanation.png"), full_page=True)
+    page.close()
+
+
+def test_the_overview_shows_the_leaderboard(server: str, browser) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(server)
+    page.get_by_role("heading", name="Leaderboard").wait_for(timeout=RENDER_TIMEOUT_MS)
+    _settled(page)
+    # A grid draws on a canvas; its accessible copy of the cells (textContent) fills in once it has drawn.
+    board = page.locator("[data-testid='stDataFrame']").filter(has_text="offline heuristic, not an LLM").filter(
+        has_text="paper: Gemini 2.5 Flash")
+    board.wait_for(state="attached", timeout=RENDER_TIMEOUT_MS)
+    assert board.count() == 1
+    assert page.get_by_text("click a header to sort", exact=False).count() == 1
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.close()

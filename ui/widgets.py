@@ -139,6 +139,22 @@ def quiet_retriever(settings: Settings, wait_s: float = INDEX_WAIT_S) -> Retriev
     return job.retriever if job.ready else None
 
 
+@st.fragment(run_every=1.0)
+def rerun_when_index_ready(settings: Settings) -> None:
+    """Polls the index build once a second and reruns the page when it is ready: for a page section that
+    needs the index while the rest of the page renders without it."""
+    try:
+        job = index_job(settings)
+    except DataNotFoundError:
+        return
+    if job.ready:
+        st.rerun()
+    if job.error:
+        st.caption(f"The {md(job.registry)} index could not be built: {md(job.error, 200)}")
+        return
+    st.caption(f"Loading the {md(job.registry)} index ({job.elapsed_s:.0f} s)…")
+
+
 def download_buttons(df: pd.DataFrame, name: str, source: dict) -> None:
     """CSV and JSON downloads of one table, side by side; both carry `source` (core.analysis.provenance):
     the CSV as columns on every row, the JSON as a "provenance" object beside the rows."""
