@@ -173,6 +173,15 @@ def test_the_inspector_explains_each_gold_api_with_its_ranks(app_env, index_read
     assert f"appear in no top {MAIN_K}" in markdown_everywhere(at)
 
 
+def test_a_query_too_long_for_a_link_says_the_link_omits_it(app_env, index_ready) -> None:
+    at = page("app_pages/inspector.py")
+    at.text_area[0].input("find hotels " * 300).run()
+    no_exception(at)
+    assert "q" not in at.query_params
+    assert any("The link omits this query" in w for w in texts(at, "warning"))
+    assert "URL reproduces it" not in markdown_everywhere(at)
+
+
 def test_recompute_live_runs_the_pipeline(app_env, index_ready) -> None:
     at = page("app_pages/inspector.py", {"qid": "G2_instruction:4", "k": "5"})
     [recompute] = [b for b in at.button if b.label == "Recompute live"]
@@ -273,6 +282,16 @@ def test_results_page_renders_only_the_open_tab_named_in_the_url(app_env) -> Non
             [router_table] = [d.value for d in at.dataframe if "router_recall" in d.value.columns]
             assert router_table["subset"].tolist()[-1] == "all" and router_table["n"].iloc[-1] == len(QUERIES)
             assert "Spearman" in markdown_everywhere(at)
+        if label == "Token cost":  # the offline heuristic spends nothing: said, and the paper's figures shown
+            assert any("spends no tokens" in t for t in texts(at, "info"))
+            [figures_table] = [d.value for d in at.dataframe if "figure" in d.value.columns]
+            assert "PtR token overhead over RtP" in figures_table["figure"].tolist()
+        if label == "Planner":
+            assert "wrong_tool_rate" in markdown_everywhere(at) and "complete misses" in markdown_everywhere(at)
+        if label == "Per query":
+            [listing] = [d.value for d in at.dataframe if "inspect" in d.value.columns]
+            assert set(listing["subset"]) == {"G1_instruction"} and listing["query"].str.len().min() > 0
+            assert listing["inspect"].iloc[0].startswith("inspector?qid=G1_instruction:")
         if label == "Leaderboard":
             [board] = [d.value for d in at.dataframe if "G1_instruction 95% CI" in d.value.columns]
             systems = board["system"].tolist()

@@ -14,7 +14,8 @@ from core.analysis import paper
 from ui import figures, tables
 from ui.projection import fit_pca, sample_rows
 from ui.safe import md, one_line, plot_text
-from ui.inspector_view import View, parse_qid, parse_view, stub_hits, total_latency_s, total_tokens, with_gold
+from ui.inspector_view import (View, latency_text, parse_qid, parse_view, stub_hits, total_latency_s, total_tokens,
+                               with_gold)
 
 PAPER = paper.load_paper(PROJECT_ROOT / "data" / "paper_reference.json")
 H, FX, JK = ("Hotels", "search hotels"), ("Currency", "exchange rate"), ("Jokes", "random joke")
@@ -109,6 +110,45 @@ def test_stub_hits_tokens_and_latency() -> None:
     assert [(s["name"], [h["rank"] for h in found]) for s, found in groups] == [("find_hotels", [1]), ("unused", [])]
     assert total_tokens(block) == 42 and total_tokens({}) == 0
     assert total_latency_s(block) == pytest.approx(1.52)
+    assert latency_text(block, stored=False) == "1.52 s live"
+    assert latency_text(block, stored=True) == "LLM wall time in the batch run: stubs 1.00 s + plan 0.50 s"
+    assert latency_text({"plan": None, "stub_latency_s": None}, stored=True) == "no LLM time stored at this k"
+
+
+def test_exports_carry_their_provenance() -> None:
+    from core.analysis.provenance import provenance, provenance_line
+
+    setup = {"backend_label": "offline heuristic, not an LLM", "llm_backend": "offline", "llm_model": "heuristic-v1",
+             "embedding_model": "all-MiniLM-L6-v2", "registry_name": "full", "registry_size": 47038, "k": 5,
+             "runs": 1, "git_commit": "0123456789abcdef"}
+    fields = provenance(setup, "relevant")
+    assert fields == {"backend_label": "offline heuristic, not an LLM", "llm_backend": "offline",
+                      "llm_model": "heuristic-v1", "embedding_model": "all-MiniLM-L6-v2",
+                      "registry": "full (47,038 APIs)", "gold": "relevant", "k": 5, "runs": 1, "commit": "0123456789"}
+    assert provenance_line(fields) == ("offline heuristic, not an LLM · all-MiniLM-L6-v2 · full (47,038 APIs) · "
+                                       "gold relevant · k 5 · commit 0123456789")
+    table = pd.DataFrame({"subset": ["G1_instruction"], "k": [10], "recall": [0.5]})
+    exported = tables.with_provenance(table, fields)
+    assert exported["k"].tolist() == [10]  # the row's own k wins
+    assert exported["backend_label"].tolist() == ["offline heuristic, not an LLM"] and "gold" in exported
+    blob = json.loads(tables.export_json(table, fields))
+    assert blob["provenance"] == fields and blob["rows"] == [{"subset": "G1_instruction", "k": 10, "recall": 0.5}]
+
+
+def test_paired_display_and_whether_runs_can_vary() -> None:
+    paired = pd.DataFrame([{"subset": "G1_instruction", "metric": "recall", "n": 200, "rtp_mean": 0.4, "rtp_low": 0.35,
+                            "rtp_high": 0.45, "ptr_mean": 0.3, "ptr_low": 0.25, "ptr_high": 0.36, "mean_diff": -0.1,
+                            "diff_low": -0.15, "diff_high": -0.05, "wilcoxon_p": 0.0001, "paired_t_p": 0.02,
+                            "better": "rtp"}])
+    row = tables.paired_display(paired).iloc[0]
+    assert (row["RtP"], row["PtR − RtP"], row["Wilcoxon p"], row["paired t p"]) == (
+        "0.400 [0.350, 0.450]", "-0.100 [-0.150, -0.050]", "<0.001", "0.020")
+    main = _main_table()
+    assert not tables.runs_can_vary(main, 1)
+    assert not tables.runs_can_vary(main.assign(rtp_std=0.0, ptr_std=0.0), 4)
+    assert tables.runs_can_vary(main.assign(rtp_std=0.0, ptr_std=0.01), 4)
+    means = tables.run_level_display(main)
+    assert "p-value" not in means and "±" not in "".join(means["RtP"])
 
 
 # ---------------------------------------------------------------- ui.paper
@@ -216,6 +256,13 @@ def test_crossover_draws_ours_and_the_papers_in_subset_order() -> None:
     assert _traces(fig)[:2] == ["RtP (ours)", "PtR (ours)"] and any("paper" in n for n in _traces(fig))
     assert list(fig.data[0].x) == ["G1_instruction", "G2_instruction"]
     json.loads(fig.to_json())  # serialisable for the browser
+    theirs = [t for t in fig.data if "paper" in t.name]
+    assert theirs and all(t.mode == "markers" for t in theirs)  # points where it reports them, no line across
+    assert not fig.layout.annotations
+    named = figures.crossover(_main_table(), paper.main_points(PAPER), "recall", 5, "offline heuristic, not an LLM",
+                              "relevant")
+    assert _traces(named)[1] == "PtR (ours: offline heuristic, not an LLM)"
+    assert "behaves like api_list" in named.layout.annotations[0].text
     blank = figures.crossover(_main_table().iloc[0:0], paper.main_points(PAPER))
     assert not blank.data and "bench main" in blank.layout.annotations[0].text
 
@@ -228,7 +275,10 @@ def test_other_figures_build_from_reader_shaped_frames() -> None:
     scale = pd.DataFrame({"subset": ["G1_instruction"] * 2, "size": [1000, 47038], "arch": ["rtp", "ptr"],
                           "recall_mean": [0.5, 0.3], "recall_std": [0.01, 0.01], "divergence_not_identical": [0.9, 0.98],
                           "divergence_disjoint": [0.1, 0.2]})
-    assert "G1 divergence (paper)" in _traces(figures.scaling(scale, paper.scaling_divergence_points(PAPER)))
+    scaled = figures.scaling(scale, paper.scaling_divergence_points(PAPER))
+    assert "G1 divergence (paper)" in _traces(scaled)
+    ticks = dict(zip(scaled.layout.xaxis.tickvals, scaled.layout.xaxis.ticktext))
+    assert ticks[1000] == "1k" and ticks[47038] == "47k" and scaled.layout.xaxis.minor.showgrid is False
     pq = _per_query()
     assert sum(len(t.x) for t in figures.per_query_scatter(pq).data if t.mode == "markers") == 3
     cost = pd.DataFrame({"subset": ["G1_instruction"], "rtp_tokens": [100.0], "ptr_discovery_tokens": [180.0],
@@ -259,7 +309,11 @@ def test_router_chart_draws_the_curve_the_fixed_policies_and_the_threshold() -> 
     names = [t.name for t in fig.data]
     assert names[:2] == ["routed (in-sample)", "share sent to PtR"]
     assert any(n.startswith("per-query oracle (1.000)") for n in names) and len(names) == 6
-    assert any("fitted τ" in (a.text or "") for a in fig.layout.annotations)
+    [router_point] = [t for t in fig.data if t.name.startswith("router, cross-validated")]
+    assert router_point.mode == "markers" and fig.data[-1] is router_point  # drawn last, on top of the lines
+    assert list(fig.layout.yaxis2.tickvals) == [0, 0.25, 0.5, 0.75, 1]
+    [tau] = [a for a in fig.layout.annotations if "fitted τ" in (a.text or "")]
+    assert tau.yref == "paper" and tau.y == 1.0  # above the plot, clear of the lines
     blank = figures.router_curve(pd.DataFrame(columns=["threshold", "recall", "share_to_ptr"]),
                                  router.router_table(router.cross_validate(per_query.iloc[:0])), None)
     assert "No per-query results" in blank.layout.annotations[0].text
