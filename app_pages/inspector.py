@@ -17,7 +17,7 @@ from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
 from ui.safe import md, one_line
 from ui.page_settings import current_settings, shared_choices
-from ui.resources import available_backends, inspect_live, results, with_backend
+from ui.resources import available_backends, commit, inspect_live, results, with_backend
 from ui.inspector_view import K_MAX, K_MIN, View, parse_view, with_gold
 from ui.gold_section import gold_section
 from ui.widgets import (arch_column, describe, error, hybrid_section, index_gate, json_download, quiet_retriever,
@@ -200,4 +200,9 @@ with actions:
     if len(text) <= MAX_URL_QUERY:
         st.page_link("app_pages/registry.py", label="Show on the embedding map", icon=":material/scatter_plot:",
                      query_params={"q": text})
-    json_download(result, f"inspect-{query.uid.replace(':', '-') if query else 'query'}")
+    live_source = {"computed": "live", "backend_label": run_settings.backend_label, "llm_backend": backend,
+                   "llm_model": run_settings.llm_model, "embedding_model": settings.embedding_model,
+                   "registry": settings.registry, "gold": gold_def if gold is not None else None, "k": k,
+                   "commit": commit()[:10]}
+    json_download(result if stored else {**result, "provenance": live_source},
+                  f"inspect-{query.uid.replace(':', '-') if query else 'query'}")

@@ -21,11 +21,11 @@ FREE_TEXT = "I'm planning a trip to London: find hotels, check the currency rate
 SHOTS = [  # file, url path and query, page title
     ("overview.png", "", "Tool Discovery Lab"),
     ("inspector_free_text.png", "inspector?" + urllib.parse.urlencode({"q": FREE_TEXT, "k": 5}), "Query Inspector"),
-    ("inspector_benchmark.png", "inspector?qid=G2_instruction:50866&k=5", "Query Inspector"),
+    ("inspector_benchmark.png", "inspector?qid=G2_instruction:1643&k=5", "Query Inspector"),
     ("results.png", "results", "Results"),
     *((f"results_{tab.lower().replace(' ', '_')}.png", "results?" + urllib.parse.urlencode({"tab": tab}), "Results")
-      for tab in ("k sweep", "Scaling", "Per query", "Beyond the paper", "Token cost")),
-    ("examples.png", "examples", "Examples"),
+      for tab in ("k sweep", "Scaling", "Per query", "Beyond the paper", "Leaderboard", "Token cost", "Planner")),
+    ("examples.png", "examples?" + urllib.parse.urlencode({"gold": "relevant", "ex_outcome": "ptr_wins"}), "Examples"),
     ("stubs.png", "stubs", "Stubs"),
     ("registry.png", "registry?" + urllib.parse.urlencode({"q": FREE_TEXT}), "Registry"),
 ]

@@ -23,7 +23,7 @@ from core.analysis.reader import ResultsReader
 from core.backends import BACKEND_LIST
 from core.settings import Settings
 from core.study.gold_trace import GoldTrace, trace_gold
-from core.study.store import sqlite_path
+from core.study.store import git_commit, sqlite_path
 from ui.projection import Projection, fit_pca, sample_rows
 from ui.safe import plot_text
 
@@ -40,6 +40,12 @@ def available_backends(settings: Settings) -> list[str]:
 def with_backend(settings: Settings, backend: str) -> Settings:
     """Settings using `backend`, which must be one of available_backends(settings)."""
     return settings.with_backend(backend)
+
+
+@st.cache_resource(show_spinner=False)
+def commit() -> str:
+    """The checkout's git commit, read once per server: live results carry it as their provenance."""
+    return git_commit()
 
 
 @st.cache_resource(show_spinner=False)
