@@ -4,6 +4,9 @@ The plain fakes and tiny data they build on live in tests/helpers.py (import the
 """
 from __future__ import annotations
 
+import itertools
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from core.data.registry import Registry
 from core.settings import PROJECT_ROOT, Settings
 # re-exported: test_app_pages imports SMALL_APIS, FakeEncoder and write_compact_data from here
 from tests.helpers import SMALL_APIS, FakeEncoder, write_compact_data, write_tiny_data  # noqa: F401
+from tests.stores import STORES, PostgresServer, PostgresUnavailable, start_postgres
 
 REPO_DATA = PROJECT_ROOT / "data" / "toolbench"  # committed: every clone has it
 
@@ -58,3 +62,44 @@ def tiny_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "REGISTRY"):
         monkeypatch.delenv(key, raising=False)
     return env
+
+
+def on_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole session (tests/stores.py), started on first use and removed
+    afterwards. Under CI it must start: a failure there fails every test that needs it, never skips."""
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as exc:
+        if on_ci():
+            pytest.fail(f"PostgreSQL did not start under CI: {exc}", pytrace=False)
+        pytest.skip(f"PostgreSQL did not start here: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+    """store kind ("sqlite" or "postgresql") -> the URL of a new, empty database of that kind."""
+    made = itertools.count()
+
+    def new(kind: str) -> str:
+        if kind == "sqlite":
+            folder = tmp_path / f"store{next(made)}"
+            folder.mkdir()
+            return f"sqlite:///{folder / 'results.sqlite'}"
+        return request.getfixturevalue("pg_server").new_database()
+
+    return new
+
+
+@pytest.fixture(params=STORES)
+def db_url(request: pytest.FixtureRequest, new_store: Callable[[str], str]) -> str:
+    """A new, empty results database on each store in turn: the store tests run against both."""
+    return new_store(request.param)

@@ -1,8 +1,8 @@
 """Shared test helpers: the fakes and tiny data the test modules (and their subprocesses) build on.
 
 Test modules import these from here (fixtures live in conftest.py, the fake LLM servers in
-fake_llm_servers.py), never from one another. benchmarks/ imports nothing from tests/: it has its
-own benchmarks/fakes.py.
+fake_llm_servers.py, the PostgreSQL server and the store look-ups in stores.py), never from one
+another. benchmarks/ imports nothing from tests/: it has its own benchmarks/fakes.py.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Store migrations: a version-1 database is adopted, not recreated; appended migrations reach databases with rows."""
+"""Store migrations: a version-1 database is adopted, not recreated; appended migrations reach databases with rows.
+
+Tests that take `db_url` or a `kind` run on SQLite and on a real PostgreSQL server (tests/stores.py); those about
+SQLite files (the version-1 databases, which only SQLite ever held, a file's bytes, its journal) on SQLite only."""
 from __future__ import annotations
 
 import hashlib
@@ -9,13 +12,15 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
 from core.analysis.reader import ResultsReader
 from core.settings import PROJECT_ROOT
 from core.study import migrations
 from core.study.migrations import Migration
+from core.study.dburl import normalise
 from core.study.store import SCHEMA_VERSION, Base, SchemaMismatch, Store, check_schema, make_engine, unpack_if_packed
+from tests.stores import STORES, query
 
 COMMITTED = PROJECT_ROOT / "data" / "results.sqlite.gz"
 
@@ -108,12 +113,14 @@ CREATE INDEX ix_query_results_run_id ON query_results (run_id);
 CREATED_AT = "2026-01-02 03:04:05.000006"
 RUN_SQL = ("INSERT INTO runs (id, kind, arch, subset, k, run_index, registry_name, registry_size, registry_hash, "
            "embedding_model, llm_backend, llm_model, backend_label, discovery_prompt_version, planner_prompt_version, "
-           "git_commit, n_queries, status, config, started_at, finished_at) VALUES (?, 'main', ?, 'G1_instruction', 5, "
-           "0, 'small', 10, 'abc', 'fake', 'offline', 'offline-heuristic', 'offline heuristic, not an LLM', 'd1', "
-           "'p1', 'abc123', 2, 'complete', '{\"concurrency\":4}', '2026-01-02 03:05:00', '2026-01-02 03:06:00')")
+           "git_commit, n_queries, status, config, started_at, finished_at) VALUES (:id, 'main', :arch, 'G1_instruction', "
+           "5, 0, 'small', 10, 'abc', 'fake', 'offline', 'offline-heuristic', 'offline heuristic, not an LLM', 'd1', "
+           "'p1', 'abc123', 2, 'complete', :config, '2026-01-02 03:05:00', '2026-01-02 03:06:00')")
 RESULT_SQL = ("INSERT INTO query_results (run_id, query_uid, subset, query_id, k, recall_api_list, hits, stubs, "
               "stub_prompt_tokens, stub_output_tokens, stub_thoughts_tokens, plan_prompt_tokens, plan_output_tokens, "
-              "plan_thoughts_tokens) VALUES (?, ?, 'G1_instruction', ?, 5, ?, ?, ?, 3, 4, 0, 5, 6, 0)")
+              "plan_thoughts_tokens) VALUES (:run_id, :uid, 'G1_instruction', :query_id, 5, :recall, :hits, :stubs, "
+              "3, 4, 0, 5, 6, 0)")
+CONFIG = '{"concurrency":4}'
 
 
 def version_1_database(path: Path) -> str:
@@ -122,48 +129,52 @@ def version_1_database(path: Path) -> str:
         conn.executescript(VERSION_1_DDL)
         conn.execute("INSERT INTO schema_info (id, version, created_at) VALUES (1, 1, ?)", (CREATED_AT,))
         for run_id, arch in ((1, "rtp"), (2, "ptr")):
-            conn.execute(RUN_SQL, (run_id, arch))
+            conn.execute(RUN_SQL, {"id": run_id, "arch": arch, "config": CONFIG})
             for i in (1, 2):
                 stubs = '[{"name":"s","reasoning":""}]' if arch == "ptr" else None
-                conn.execute(RESULT_SQL, (run_id, f"G1_instruction:{i}", i, i / 4,
-                                          '[{"rank":1,"tool_name":"T","api_name":"a"}]', stubs))
+                conn.execute(RESULT_SQL, {"run_id": run_id, "uid": f"G1_instruction:{i}", "query_id": i,
+                                          "recall": i / 4, "hits": '[{"rank":1,"tool_name":"T","api_name":"a"}]',
+                                          "stubs": stubs})
     conn.close()
     return f"sqlite:///{path}"
 
 
-def current_database(path: Path) -> str:
-    """The same rows, written through a Store of this code."""
-    url = f"sqlite:///{path}"
-    store = Store(url)
-    store.close()
-    with sqlite3.connect(path) as conn:
-        for run_id, arch in ((1, "rtp"), (2, "ptr")):
-            conn.execute(RUN_SQL, (run_id, arch))
-            for i in (1, 2):
-                conn.execute(RESULT_SQL, (run_id, f"G1_instruction:{i}", i, i / 4, "[]", None))
-    conn.close()
+def current_database(url: str) -> str:
+    """The same rows, written through a Store of this code (on any store)."""
+    Store(url).close()
+    for run_id, arch in ((1, "rtp"), (2, "ptr")):
+        query(url, RUN_SQL, id=run_id, arch=arch, config=CONFIG)
+        for i in (1, 2):
+            query(url, RESULT_SQL, run_id=run_id, uid=f"G1_instruction:{i}", query_id=i, recall=i / 4, hits="[]",
+                  stubs=None)
     return url
 
 
-def rows(path: Path, table: str, columns: str = "*") -> list[tuple]:
-    with sqlite3.connect(path) as conn:
-        out = conn.execute(f"SELECT {columns} FROM {table} ORDER BY id").fetchall()
-    conn.close()
-    return out
+def rows(url: str, table: str) -> list[tuple]:
+    return query(url, f"SELECT * FROM {table} ORDER BY id")
 
 
-def records(path: Path) -> list[str]:
-    with sqlite3.connect(path) as conn:
-        out = [name for (name,) in conn.execute("SELECT name FROM schema_migrations ORDER BY applied_at, name")]
-    conn.close()
-    return out
+def records(url: str) -> list[str]:
+    return [name for (name,) in query(url, "SELECT name FROM schema_migrations ORDER BY applied_at, name")]
 
 
-def schema_version(path: Path) -> int:
-    with sqlite3.connect(path) as conn:
-        (version,) = conn.execute("SELECT version FROM schema_info").fetchone()
-    conn.close()
-    return version
+def schema_version(url: str) -> int:
+    return query(url, "SELECT version FROM schema_info")[0][0]
+
+
+def shape(url: str) -> dict[str, tuple]:
+    """Every table's columns (name, type, nullable), indexes, unique constraints and foreign keys, as the
+    database reports them (schema_migrations left out)."""
+    engine = create_engine(normalise(url))
+    try:
+        insp = inspect(engine)
+        return {t: (sorted((c["name"], str(c["type"]), c["nullable"]) for c in insp.get_columns(t)),
+                    sorted((i["name"], tuple(i["column_names"]), bool(i["unique"])) for i in insp.get_indexes(t)),
+                    sorted((u["name"], tuple(u["column_names"])) for u in insp.get_unique_constraints(t)),
+                    sorted((tuple(f["constrained_columns"]), f["referred_table"]) for f in insp.get_foreign_keys(t)))
+                for t in insp.get_table_names() if t != migrations.MIGRATIONS_TABLE}
+    finally:
+        engine.dispose()
 
 
 def digest(path: Path) -> str:
@@ -203,32 +214,27 @@ def test_m001_creates_exactly_the_version_1_schema(tmp_path: Path) -> None:
     assert schema(tmp_path / "new.sqlite") == schema(tmp_path / "old.sqlite")
 
 
-def test_the_models_match_the_migrations(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", STORES)
+def test_the_models_match_the_migrations(kind: str, new_store: Callable[[str], str]) -> None:
     """A model column without its migration (or the reverse) fails here, not in a user's database."""
-    by_migrations = make_engine(f"sqlite:///{tmp_path / 'migrated.sqlite'}")
+    migrated, modelled = new_store(kind), new_store(kind)
+    by_migrations = make_engine(migrated)
     check_schema(by_migrations, create=True)
-    by_models = create_engine(f"sqlite:///{tmp_path / 'models.sqlite'}")
+    by_migrations.dispose()
+    by_models = create_engine(normalise(modelled))
     Base.metadata.create_all(by_models)
-
-    def shape(engine: Engine) -> dict[str, tuple]:
-        insp = inspect(engine)
-        return {t: (sorted((c["name"], str(c["type"]), c["nullable"]) for c in insp.get_columns(t)),
-                    sorted((i["name"], tuple(i["column_names"]), bool(i["unique"])) for i in insp.get_indexes(t)),
-                    sorted((u["name"], tuple(u["column_names"])) for u in insp.get_unique_constraints(t)),
-                    sorted((tuple(f["constrained_columns"]), f["referred_table"]) for f in insp.get_foreign_keys(t)))
-                for t in insp.get_table_names() if t != migrations.MIGRATIONS_TABLE}
-
-    assert shape(by_migrations) == shape(by_models)
+    by_models.dispose()
+    assert shape(migrated) == shape(modelled) and "runs" in shape(migrated)
 
 
 def test_a_version_1_database_is_adopted_without_losing_a_row(tmp_path: Path) -> None:
     path = tmp_path / "results.sqlite"
     url = version_1_database(path)
-    runs, results, info = rows(path, "runs"), rows(path, "query_results"), rows(path, "schema_info")
+    runs, results, info = rows(url, "runs"), rows(url, "query_results"), rows(url, "schema_info")
     store = Store(url)
     assert [r.id for r in store.runs()] == [1, 2] and store.count_results(2) == 2
     store.close()
-    assert rows(path, "runs") == runs and rows(path, "query_results") == results and rows(path, "schema_info") == info
+    assert rows(url, "runs") == runs and rows(url, "query_results") == results and rows(url, "schema_info") == info
     with sqlite3.connect(path) as conn:  # m001 is recorded as applied when the database was made
         assert conn.execute("SELECT name, applied_at FROM schema_migrations").fetchall() == [
             ("m001_initial_schema", CREATED_AT)]
@@ -244,50 +250,52 @@ def test_a_reader_reads_a_version_1_database_as_it_is(tmp_path: Path) -> None:
     assert digest(path) == before
 
 
-def test_migrations_are_recorded_in_order_and_applying_twice_does_nothing(tmp_path: Path,
+def test_migrations_are_recorded_in_order_and_applying_twice_does_nothing(db_url: str,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     names = extended(monkeypatch, Migration("m002_judge_score", add_judge_score),
                      Migration("m003_reviewer", add_reviewer))
-    path = tmp_path / "results.sqlite"
-    url = f"sqlite:///{path}"
+    url = db_url
     Store(url).close()
-    assert records(path) == names and schema_version(path) == 3
-    with sqlite3.connect(path) as conn:
-        first = conn.execute("SELECT * FROM schema_migrations").fetchall()
-        schema = conn.execute("SELECT sql FROM sqlite_master").fetchall()
-    conn.close()
+    assert records(url) == names and schema_version(url) == 3
+    first, schema = query(url, "SELECT * FROM schema_migrations ORDER BY name"), shape(url)
+    assert "judge_score" in {c[0] for c in schema["query_results"][0]}
     engine = make_engine(url)
     assert migrations.upgrade(engine) == []
     assert check_schema(engine, create=True) and check_schema(engine, create=False)
     engine.dispose()
     Store(url).close()
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT * FROM schema_migrations").fetchall() == first
-        assert conn.execute("SELECT sql FROM sqlite_master").fetchall() == schema
-    conn.close()
+    assert query(url, "SELECT * FROM schema_migrations ORDER BY name") == first and shape(url) == schema
 
 
-@pytest.mark.parametrize("made_by", [version_1_database, current_database], ids=["version-1", "current"])
+def version_1(_: str, tmp_path: Path) -> str:
+    return version_1_database(tmp_path / "results.sqlite")
+
+
+def current(url: str, _: Path) -> str:
+    return current_database(url)
+
+
+@pytest.mark.parametrize(("kind", "made_by"), [("sqlite", version_1), ("sqlite", current), ("postgresql", current)],
+                         ids=["sqlite-version-1", "sqlite-current", "postgresql-current"])
 @pytest.mark.parametrize("opener", ["store", "reader"])
 def test_an_appended_migration_reaches_a_database_with_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            made_by: Callable[[Path], str], opener: str) -> None:
-    path = tmp_path / "results.sqlite"
-    url = made_by(path)
-    runs, results = rows(path, "runs"), rows(path, "query_results")
+                                                            new_store: Callable[[str], str], kind: str,
+                                                            made_by: Callable[[str, Path], str], opener: str) -> None:
+    url = made_by(new_store(kind), tmp_path)
+    runs, results = rows(url, "runs"), rows(url, "query_results")
     names = extended(monkeypatch, Migration("m002_judge_score", add_judge_score))
     if opener == "store":
         Store(url).close()
     else:
         assert ResultsReader(url).available()
-    assert records(path) == names and schema_version(path) == 2
-    assert rows(path, "runs") == runs
-    assert [(*r, None) for r in results] == rows(path, "query_results")  # the new column is last and empty
+    assert records(url) == names and schema_version(url) == 2
+    assert rows(url, "runs") == runs
+    assert [(*r, None) for r in results] == rows(url, "query_results")  # the new column is last and empty
 
 
-def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_migration_leaves_the_database_as_it_was(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its DDL rolls back with it: no record, no half-added column, the next open tries again."""
-    path = tmp_path / "results.sqlite"
-    url = current_database(path)
+    url = current_database(db_url)
 
     def half_done(conn: Connection) -> None:
         add_judge_score(conn)
@@ -296,20 +304,17 @@ def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path: Path, monke
     extended(monkeypatch, Migration("m002_judge_score", half_done))
     with pytest.raises(RuntimeError, match="disk full"):
         Store(url)
-    assert records(path) == ["m001_initial_schema"] and schema_version(path) == 1
-    with sqlite3.connect(path) as conn:
-        assert "judge_score" not in {c[1] for c in conn.execute("PRAGMA table_info(query_results)")}
-    conn.close()
+    assert records(url) == ["m001_initial_schema"] and schema_version(url) == 1
+    assert "judge_score" not in {c[0] for c in shape(url)["query_results"][0]}
     monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:1], Migration("m002_judge_score",
                                                                                           add_judge_score)])
     Store(url).close()
-    assert records(path) == ["m001_initial_schema", "m002_judge_score"]
+    assert records(url) == ["m001_initial_schema", "m002_judge_score"]
 
 
-def test_a_database_with_an_unknown_migration_asks_to_update_the_code(tmp_path: Path,
+def test_a_database_with_an_unknown_migration_asks_to_update_the_code(db_url: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "results.sqlite"
-    url = current_database(path)
+    url = current_database(db_url)
     with monkeypatch.context() as newer:
         extended(newer, Migration("m002_judge_score", add_judge_score))
         Store(url).close()
@@ -318,7 +323,7 @@ def test_a_database_with_an_unknown_migration_asks_to_update_the_code(tmp_path: 
     assert "\n" not in str(raised.value)
     status = ResultsReader(url).status()
     assert not status["available"] and "update the code (git pull)" in status["error"]
-    assert records(path) == ["m001_initial_schema", "m002_judge_score"] and schema_version(path) == 2
+    assert records(url) == ["m001_initial_schema", "m002_judge_score"] and schema_version(url) == 2
     # Code that knows as many migrations, but another second one (another branch's), is refused too.
     extended(monkeypatch, Migration("m002_reviewer", add_reviewer))
     with pytest.raises(SchemaMismatch, match=r"schema version 2 \(migrations m002_judge_score are unknown here\)"):
@@ -365,5 +370,5 @@ def test_the_committed_database_opens_with_the_store_and_the_reader(tmp_path: Pa
     store = Store(url)
     assert len(store.runs()) == n_runs
     store.close()
-    assert records(path) == [m.name for m in migrations.MIGRATIONS]
+    assert records(url) == [m.name for m in migrations.MIGRATIONS]
     assert read() == (n_runs, n_results)

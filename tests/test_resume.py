@@ -1,15 +1,16 @@
-"""Kill the runner with SIGKILL mid-run, resume, and find every (run, query) row exactly once."""
+"""Kill the runner with SIGKILL mid-run, resume, and find every (run, query) row exactly once: on SQLite and
+on a real PostgreSQL server."""
 from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from sqlalchemy import update
+from sqlalchemy.exc import SQLAlchemyError
 
 from core.retrieval.memo import memoised
 from core.study.ksweep import run_ksweep
@@ -18,6 +19,7 @@ from core.study.scaling import run_scaling
 from core.settings import PROJECT_ROOT
 from core.study.store import QueryResult, Run, Store
 from tests.helpers import fake_agents, make_queries, make_retriever
+from tests.stores import query
 
 SCRIPT = """
 import sys
@@ -33,17 +35,15 @@ run_main(Store(url), memoised(make_retriever()), fake_agents(delay), make_querie
 TOTAL = 12 * 2 * 2  # queries x runs x archs
 
 
-def count_rows(path: Path) -> int:
+def count_rows(url: str) -> int:
     try:
-        with sqlite3.connect(path, timeout=5) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM query_results").fetchone()[0])
-    except sqlite3.OperationalError:  # not created yet
+        return int(query(url, "SELECT COUNT(*) FROM query_results")[0][0])
+    except SQLAlchemyError:  # not created yet
         return 0
 
 
-def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "results.sqlite"
-    url = f"sqlite:///{path}"
+def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path, db_url: str) -> None:
+    url = db_url
     script = tmp_path / "bench.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
@@ -51,7 +51,7 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while count_rows(path) < 8:
+        while count_rows(url) < 8:
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
             assert time.monotonic() < deadline, "the runner wrote nothing in 60 s"
             time.sleep(0.02)
@@ -59,7 +59,7 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path
     finally:
         proc.wait(30)
     assert proc.returncode == -signal.SIGKILL
-    partial = count_rows(path)
+    partial = count_rows(url)
     assert 8 <= partial < TOTAL, "the kill must land mid-run"
 
     store = Store(url)
@@ -69,18 +69,16 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path
              commit="killed")
     runs = store.runs()
     assert len(runs) == 8 and all(r.status == "complete" for r in runs)  # continued, not restarted
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM query_results").fetchone()[0] == TOTAL
-        dupes = conn.execute("SELECT run_id, query_uid FROM query_results GROUP BY run_id, query_uid "
-                             "HAVING COUNT(*) > 1").fetchall()
-        per_run = conn.execute("SELECT run_id, COUNT(*) FROM query_results GROUP BY run_id").fetchall()
+    assert count_rows(url) == TOTAL
+    dupes = query(url, "SELECT run_id, query_uid FROM query_results GROUP BY run_id, query_uid HAVING COUNT(*) > 1")
+    per_run = query(url, "SELECT run_id, COUNT(*) FROM query_results GROUP BY run_id")
     assert dupes == [] and sorted(n for _, n in per_run) == [6] * 8
     redone = sum(a.planner.calls for a in factory.made.values())
     assert redone == TOTAL - partial  # only what the killed process had not committed
 
 
-def test_interrupted_ksweep_and_scaling_runs_resume_without_duplicates(tmp_path: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'results.sqlite'}")
+def test_interrupted_ksweep_and_scaling_runs_resume_without_duplicates(db_url: str) -> None:
+    store = Store(db_url)
     retriever = memoised(make_retriever())
     queries = make_queries()
     run_main(store, retriever, fake_agents(), queries, runs=2, concurrency=2, commit="x")

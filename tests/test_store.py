@@ -1,4 +1,6 @@
-"""The results store: schema on first use, version check, WAL, uniqueness, concurrent read while writing."""
+"""The results store: schema on first use, version check, WAL, uniqueness, concurrent read while writing.
+
+Every test that takes `db_url` runs on SQLite and on a real PostgreSQL server (tests/stores.py)."""
 from __future__ import annotations
 
 import sqlite3
@@ -12,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from core.analysis.reader import ResultsReader
 from core.study.store import SCHEMA_VERSION, RunSpec, SchemaInfo, SchemaMismatch, Store, git_commit, sqlite_path
+from tests.stores import query, tables
 
 
 def spec(**changes) -> RunSpec:
@@ -39,12 +42,20 @@ def test_schema_is_created_on_first_use_in_wal_mode(url: str) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT version FROM schema_info").fetchone()[0] == SCHEMA_VERSION
-    Store(url).close()  # a second open checks, never recreates
     store.close()
 
 
-def test_run_lifecycle_and_find_by_spec(url: str) -> None:
-    store = Store(url)
+def test_schema_is_created_once_on_first_use(db_url: str) -> None:
+    store = Store(db_url)
+    run_id = store.start_run(spec(), 0, "abc123")
+    assert query(db_url, "SELECT version FROM schema_info") == [(SCHEMA_VERSION,)]
+    Store(db_url).close()  # a second open checks, never recreates
+    assert [r.id for r in store.runs()] == [run_id]
+    store.close()
+
+
+def test_run_lifecycle_and_find_by_spec(db_url: str) -> None:
+    store = Store(db_url)
     run_id = store.start_run(spec(), 3, "abc123", {"concurrency": 4})
     assert store.find_run(spec()).status == "running"
     assert store.find_run(spec(run_index=1)) is None
@@ -57,8 +68,8 @@ def test_run_lifecycle_and_find_by_spec(url: str) -> None:
     assert store.results(run_id, ("query_uid", "hits"))[0]["hits"][0]["tool_name"] == "T"
 
 
-def test_a_run_can_never_hold_a_query_twice(url: str) -> None:
-    store = Store(url)
+def test_a_run_can_never_hold_a_query_twice(db_url: str) -> None:
+    store = Store(db_url)
     run_id = store.start_run(spec(), 1, "x")
     store.add_results([result(run_id, 1)])
     with pytest.raises(IntegrityError):
@@ -66,8 +77,8 @@ def test_a_run_can_never_hold_a_query_twice(url: str) -> None:
     assert store.count_results(run_id) == 1  # the failed batch left nothing behind
 
 
-def test_reopen_drops_error_rows_and_returns_done_queries(url: str) -> None:
-    store = Store(url)
+def test_reopen_drops_error_rows_and_returns_done_queries(db_url: str) -> None:
+    store = Store(db_url)
     run_id = store.start_run(spec(), 3, "x")
     store.add_results([result(run_id, 1), {**result(run_id, 2), "error": "RuntimeError: boom"}])
     store.finish_run(run_id, "failed", "killed")
@@ -75,26 +86,37 @@ def test_reopen_drops_error_rows_and_returns_done_queries(url: str) -> None:
     assert store.count_results(run_id) == 1 and store.find_run(spec()).status == "running"
 
 
-def test_a_newer_or_older_schema_is_refused_with_a_clear_message(url: str) -> None:
-    store = Store(url)
+def test_a_newer_or_older_schema_is_refused_with_a_clear_message(db_url: str) -> None:
+    store = Store(db_url)
     with store.session.begin() as s:
         s.execute(update(SchemaInfo).values(version=SCHEMA_VERSION + 1))
     with pytest.raises(SchemaMismatch, match="update the code"):
-        Store(url)
-    reader = ResultsReader(url)
+        Store(db_url)
+    reader = ResultsReader(db_url)
     assert not reader.available() and "schema version" in reader.status()["error"]
     with store.session.begin() as s:
         s.execute(update(SchemaInfo).values(version=0))
     with pytest.raises(SchemaMismatch, match="new DATABASE_URL"):
-        Store(url)
+        Store(db_url)
+    store.close()
 
 
-def test_a_foreign_database_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "other.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE things (id INTEGER)")
+def test_a_foreign_database_is_refused(db_url: str) -> None:
+    query(db_url, "CREATE TABLE things (id INTEGER)")
     with pytest.raises(SchemaMismatch, match="not a Tool Discovery Lab"):
-        Store(f"sqlite:///{path}")
+        Store(db_url)
+    assert query(db_url, "SELECT COUNT(*) FROM things") == [(0,)]
+
+
+def test_a_reader_of_an_empty_database_says_so_and_creates_nothing(db_url: str) -> None:
+    query(db_url, "SELECT 1")  # the database exists (SQLite: the file), with no table
+    reader = ResultsReader(db_url)
+    assert not reader.available() and "is empty" in reader.status()["error"]
+    assert reader.main_table().empty and tables(db_url) == set()
+    Store(db_url).close()
+    status = ResultsReader(db_url).status()
+    assert status["error"] is None and status["n_runs"] == 0 and not status["available"]
+    assert tables(db_url) == {"schema_info", "schema_migrations", "runs", "query_results"}
 
 
 def test_reader_never_creates_a_database(tmp_path: Path) -> None:
@@ -113,7 +135,8 @@ def test_git_commit_is_head_or_unknown(tmp_path: Path) -> None:
     assert git_commit(tmp_path) == "unknown"
 
 
-def test_reading_while_a_writer_commits_raises_no_lock_error(url: str) -> None:
+def test_reading_while_a_writer_commits_raises_no_lock_error(db_url: str) -> None:
+    url = db_url
     store = Store(url)
     run_id = store.start_run(spec(), 10_000, "x")
     store.add_results([result(run_id, 0)])

@@ -22,8 +22,10 @@ Transactions: pysqlite begins a transaction only at an INSERT, UPDATE or DELETE 
 one in autocommit, so every transaction here starts with a write to schema_info. That makes the
 DDL after it roll back with the record if it fails, and serialises concurrent upgraders (SQLite's
 write lock, PostgreSQL's row lock): the second one then finds the migration recorded and skips it.
-Only m001 on an empty database has no table to write first; its CREATEs commit one by one, as
-`create_all` did.
+Only m001 on an empty database has no table to write first. On PostgreSQL its transaction first takes
+an advisory lock and looks again, so of two writers opening an empty database at once (two bench
+processes on a new team database) one creates the schema and the other finds it made; on SQLite its
+CREATEs commit one by one, as `create_all` did.
 """
 from __future__ import annotations
 
@@ -32,10 +34,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import (JSON, Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String, Table, Text,
-                        UniqueConstraint, insert, inspect, select, update)
+                        UniqueConstraint, func, insert, inspect, select, update)
 from sqlalchemy.engine import Connection, Engine
 
 MIGRATIONS_TABLE = "schema_migrations"
+CREATE_LOCK = 0x70_6C_61_62  # PostgreSQL advisory lock key held while the schema is created
 
 
 @dataclass(frozen=True)
@@ -144,12 +147,16 @@ def applied(conn: Connection) -> list[AppliedMigration]:
 
 
 def create(engine: Engine) -> None:
-    """Build the schema in an empty database by applying every migration."""
+    """Build the schema in an empty database by applying every migration (m001 only when no other writer
+    made it meanwhile: see the module docstring)."""
     first = MIGRATIONS[0]
     with engine.begin() as conn:
-        first.apply(conn)
-        RECORDS.create(conn)
-        _record(conn, first, 1)
+        if conn.dialect.name == "postgresql":
+            conn.execute(select(func.pg_advisory_xact_lock(CREATE_LOCK)))
+        if not inspect(conn).has_table(SCHEMA_INFO.name):
+            first.apply(conn)
+            RECORDS.create(conn)
+            _record(conn, first, 1)
     upgrade(engine)
 
 

@@ -5,9 +5,14 @@ hits, stubs, plans, metrics for both gold definitions, token usage and latency. 
 API descriptions are not stored: pages join them from the ToolBench data directory.
 
 SQLite (the default, `data/results.sqlite`) runs in WAL mode so a dashboard can read while a
-benchmark writes; any other SQLAlchemy URL (PostgreSQL) works too, as nothing here uses
-SQLite-only SQL outside the connect hook. The unique (run_id, query_uid) constraint is what makes
-a resumed run unable to duplicate a row.
+benchmark writes; PostgreSQL (`postgresql://...`, through psycopg 3: core.study.dburl) is tested
+against a real server, as nothing here uses SQLite-only SQL outside the connect hook. The unique
+(run_id, query_uid) constraint is what makes a resumed run unable to duplicate a row.
+
+Both stores hold and give back the same values: every string is cleaned in one place (`clean`: NUL
+characters dropped, a value longer than its column cut with a marker), since PostgreSQL refuses both
+where SQLite keeps them; timestamps are stored as UTC and read back as naive UTC (`UTCDateTime`),
+since PostgreSQL hands them back in its session's time zone.
 
 The schema grows by the append-only migrations of core.study.migrations. Opening a database applies
 the ones it lacks, in order, for a reader too: they are additive, and the results database is a
@@ -31,17 +36,39 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint,
-                        create_engine, delete, event, func, insert, inspect, select, update)
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, TypeDecorator,
+                        UniqueConstraint, create_engine, delete, event, func, insert, inspect, select, update)
+from sqlalchemy.engine import Dialect, Engine, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from core.settings import PROJECT_ROOT
 from core.study import migrations
+from core.study.dburl import normalise, open_error, shown
 
 SCHEMA_VERSION = len(migrations.MIGRATIONS)  # the migrations this code knows (a database's schema_info.version)
 BUSY_TIMEOUT_MS = 30_000
 RUN_STATUSES = ("running", "complete", "failed", "skipped")
+TRUNCATED = "…"  # ends a stored string that was cut to its column's length
+
+
+class UTCDateTime(TypeDecorator):
+    """A timestamp stored as UTC and read back as naive UTC on every store: SQLite keeps the digits it is
+    given and returns them naive, PostgreSQL returns them aware in its session's time zone. A naive value
+    written is taken as UTC (what SQLite hands back, e.g. when runs are copied to PostgreSQL)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None or value.tzinfo is None:
+            return value
+        return value.astimezone(UTC).replace(tzinfo=None)
 
 
 class SchemaMismatch(RuntimeError):
@@ -57,7 +84,7 @@ class SchemaInfo(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     version: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 class Run(Base):
@@ -88,8 +115,8 @@ class Run(Base):
     status: Mapped[str] = mapped_column(String(16), index=True)
     note: Mapped[str | None] = mapped_column(Text)
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class QueryResult(Base):
@@ -145,6 +172,37 @@ class QueryResult(Base):
 
 
 RESULT_COLUMNS = tuple(c.name for c in QueryResult.__table__.columns if c.name != "id")
+# table -> {column: n} for every VARCHAR(n) column
+STRING_LENGTHS = {table.name: {c.name: c.type.length for c in table.columns
+                               if isinstance(c.type, String) and c.type.length}
+                  for table in (Run.__table__, QueryResult.__table__)}
+
+
+def _without_nul(value: Any) -> Any:
+    """Every string in a value, JSON included (keys too), without NUL characters."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_nul(v) for v in value]
+    return value
+
+
+def clean(table: str, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` for `table` ("runs" or "query_results") as every store keeps them, the one place strings are
+    made storable: NUL characters dropped from every string (PostgreSQL's text refuses them), and a string
+    longer than its VARCHAR(n) column cut to n characters ending in TRUNCATED (PostgreSQL refuses it, SQLite
+    would keep it whole). Lookups clean their values the same way, so a cut spec still finds its run."""
+    lengths = STRING_LENGTHS[table]
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        value = _without_nul(value)
+        limit = lengths.get(name)
+        if limit is not None and isinstance(value, str) and len(value) > limit:
+            value = value[:limit - len(TRUNCATED)] + TRUNCATED
+        out[name] = value
+    return out
 
 
 @dataclass(frozen=True)
@@ -206,8 +264,12 @@ def _compact_json(obj: Any) -> str:
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The file behind a SQLite URL; None for other databases and in-memory SQLite."""
-    parsed = make_url(url)
+    """The file behind a SQLite URL; None for other databases, in-memory SQLite and a URL that does not parse
+    (make_engine says so)."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return None
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return None
     return Path(parsed.database)
@@ -237,7 +299,7 @@ def pack(url: str) -> Path:
     """Checkpoint and VACUUM the SQLite results, then gzip them beside the file (no timestamp in the gzip)."""
     path = sqlite_path(url)
     if path is None or not path.exists():
-        raise ValueError(f"pack needs an existing SQLite database, not {url!r}")
+        raise ValueError(f"pack needs an existing SQLite database, not {shown(url)}")
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.execute("PRAGMA journal_mode=DELETE")
@@ -252,11 +314,16 @@ def pack(url: str) -> Path:
 
 def make_engine(url: str, *, writer: bool = True) -> Engine:
     """An engine with compact JSON; for SQLite a busy timeout on every connection, and for a writer also
-    WAL mode, foreign keys and a created parent folder. Readers set nothing that needs a write lock."""
+    WAL mode, foreign keys and a created parent folder. Readers set nothing that needs a write lock.
+    Raises DatabaseUnavailable (one line, no password) when the URL or its driver is unusable."""
+    target = normalise(url)
     path = sqlite_path(url)
     if path is not None and writer:
         path.parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, json_serializer=_compact_json)
+    try:
+        engine = create_engine(target, json_serializer=_compact_json)
+    except (ImportError, NoSuchModuleError) as exc:
+        raise open_error(url, exc) from None
     if make_url(url).get_backend_name() == "sqlite":
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API objects
@@ -281,7 +348,7 @@ def applied_migrations(engine: Engine) -> set[str] | None:
     if not tables:
         return None
     if SchemaInfo.__tablename__ not in tables:
-        raise SchemaMismatch(f"{engine.url.render_as_string(hide_password=True)} is not a Tool Discovery Lab "
+        raise SchemaMismatch(f"{shown(engine.url)} is not a Tool Discovery Lab "
                              "results database (no schema_info table); point DATABASE_URL elsewhere.")
     with engine.connect() as conn:
         version = conn.execute(select(SchemaInfo.version).where(SchemaInfo.id == 1)).scalar_one_or_none()
@@ -329,15 +396,18 @@ class Store:
         self.url = url
         unpack_if_packed(url)  # append to the committed results, never start an empty file beside them
         path = sqlite_path(url)
-        if path is None or path.exists():
-            # First check through an engine that sets no pragma: the writer's WAL switch would change a foreign file.
-            probe = make_engine(url, writer=False)
-            try:
-                applied_migrations(probe)
-            finally:
-                probe.dispose()
-        self.engine = make_engine(url)
-        check_schema(self.engine, create=True)
+        try:
+            if path is None or path.exists():
+                # First check through an engine that sets no pragma: the writer's WAL switch would change a foreign file.
+                probe = make_engine(url, writer=False)
+                try:
+                    applied_migrations(probe)
+                finally:
+                    probe.dispose()
+            self.engine = make_engine(url)
+            check_schema(self.engine, create=True)
+        except SQLAlchemyError as exc:
+            raise open_error(url, exc) from None
         self.session = sessionmaker(self.engine, expire_on_commit=False)
 
     def close(self) -> None:
@@ -347,8 +417,9 @@ class Store:
                   status: str = "running", note: str | None = None) -> int:
         now = utcnow()
         with self.session.begin() as s:
-            run = Run(**spec.as_dict(), git_commit=commit, n_queries=n_queries, status=status, note=note,
-                      config=config or {}, started_at=now, finished_at=None if status == "running" else now)
+            run = Run(**clean("runs", {**spec.as_dict(), "git_commit": commit, "n_queries": n_queries, "status": status,
+                                       "note": note, "config": config or {}}),
+                      started_at=now, finished_at=None if status == "running" else now)
             s.add(run)
             s.flush()
             return run.id
@@ -356,7 +427,7 @@ class Store:
     def find_run(self, spec: RunSpec) -> RunRecord | None:
         """The latest run with exactly this spec (any status)."""
         conditions = [getattr(Run, name).is_(None) if value is None else getattr(Run, name) == value
-                      for name, value in spec.as_dict().items()]
+                      for name, value in clean("runs", spec.as_dict()).items()]
         with self.session() as s:
             run = s.scalars(select(Run).where(*conditions).order_by(Run.id.desc()).limit(1)).first()
             return None if run is None else _record(run)
@@ -374,13 +445,15 @@ class Store:
         if not rows:
             return
         with self.session.begin() as s:
-            s.execute(insert(QueryResult), [{c: row.get(c) for c in RESULT_COLUMNS if c in row} for row in rows])
+            s.execute(insert(QueryResult), [clean("query_results", {c: row.get(c) for c in RESULT_COLUMNS if c in row})
+                                            for row in rows])
 
     def finish_run(self, run_id: int, status: str = "complete", note: str | None = None) -> None:
         if status not in RUN_STATUSES:
             raise ValueError(f"status must be one of {RUN_STATUSES}")
         with self.session.begin() as s:
-            s.execute(update(Run).where(Run.id == run_id).values(status=status, note=note, finished_at=utcnow()))
+            s.execute(update(Run).where(Run.id == run_id).values(**clean("runs", {"status": status, "note": note}),
+                                                                  finished_at=utcnow()))
 
     def count_results(self, run_id: int) -> int:
         with self.session() as s:
@@ -398,7 +471,7 @@ class Store:
     def latest_complete(self, kind: str, arch: str, subset: str, **match: Any) -> dict[int, RunRecord]:
         """run_index -> the latest complete run of this kind, arch and subset (optionally matching spec fields)."""
         query = select(Run).where(Run.kind == kind, Run.arch == arch, Run.subset == subset, Run.status == "complete")
-        for name, value in match.items():
+        for name, value in clean("runs", match).items():
             query = query.where(getattr(Run, name) == value)
         out: dict[int, RunRecord] = {}
         with self.session() as s:
