@@ -7,7 +7,8 @@ opens a shared Inspector link with a free-text query as the server's very first 
 times: server start -> health, link opened -> RtP and PtR columns rendered ("first load"; and, on a second
 fresh server, the same for a ?qid= link to a stored benchmark query), then
 every page by sidebar click twice (first visit: empty caches; then warm), then a full browser load
-of each page's URL, then a new query typed into the Inspector (an "RtP answer").
+of each page's URL, then every Results tab by click twice (first visit, then warm), then a new query typed
+into the Inspector (an "RtP answer").
 A page counts as loaded at the last moment Streamlit's running indicator shows (after its title
 appears), confirmed by 0.75 s without it; "first_columns_s" is when both columns' headers show.
 `--local N` instead times N typed queries with LLM_BACKEND=local (after `make llm`; a fresh call cache, one
@@ -41,6 +42,8 @@ SECOND_QUERY = "Get the current weather forecast for Tokyo"
 PAGES = {"": ("Overview", "Tool Discovery Lab"), "results": ("Results", "Results"),
          "examples": ("Examples", "Examples"), "stubs": ("Stubs", "Stubs"), "registry": ("Registry", "Registry"),
          "inspector": ("Query Inspector", "Query Inspector")}
+RESULTS_TABS = ("k sweep", "Scaling", "Per query", "Beyond the paper", "Leaderboard", "Token cost", "Planner", "Runs",
+                "Main table")  # the open tab (Main table) last, so that every click switches
 TIMEOUT_MS = 120_000
 
 
@@ -146,9 +149,23 @@ def one_run() -> dict:
             box.press("Control+Enter")
             page.wait_for_function("() => decodeURIComponent(location.search).includes('Tokyo')", timeout=TIMEOUT_MS)
             out["inspector_answer_s"] = settled(page, "Query Inspector") - t0
+            out["first_tab_s"], out["warm_tab_s"] = results_tabs(page)
             browser.close()
     out["first_qid_load_s"] = first_qid_load()
     return out
+
+
+def results_tabs(page) -> tuple[dict[str, float], dict[str, float]]:
+    """Each Results tab by click, twice: its first visit (its tables read and charts built), then warm."""
+    page.locator("[data-testid='stSidebarNavLink']", has_text="Results").first.click()
+    settled(page, "Results")
+    first, warm = {}, {}
+    for visits in (first, warm):
+        for tab in RESULTS_TABS:
+            t0 = time.perf_counter()
+            page.get_by_role("tab", name=tab, exact=True).click()
+            visits[tab] = settled(page, "Results") - t0
+    return first, warm
 
 
 LOCAL_QUERIES = (  # not benchmark queries, and asked of a fresh call cache: every answer is generated
@@ -207,7 +224,7 @@ def main() -> int:
     keys = ["server_start_s", "first_columns_s", "first_load_s", "first_qid_load_s", "server_start_plus_first_load_s",
             "inspector_answer_s"]
     summary = {k: {"median": statistics.median(r[k] for r in runs), "max": max(r[k] for r in runs)} for k in keys}
-    for key in ("first_visit_s", "warm_page_s", "warm_reload_s"):
+    for key in ("first_visit_s", "warm_page_s", "warm_reload_s", "first_tab_s", "warm_tab_s"):
         summary[key] = {page: statistics.median(r[key][page] for r in runs) for page in runs[0][key]}
     summary["runs"] = runs
     print(json.dumps(summary, indent=None if args.json else 2))

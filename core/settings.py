@@ -5,17 +5,19 @@ exactly one name and one default.
 """
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from core.backends import Backend, backend as backend_named
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 REGISTRIES = ("full", "documented")
-ENCODER_RUNTIMES = ("auto", "numpy", "torch")
+ENCODER_RUNTIMES = ("auto", "onnx", "numpy", "torch")
 
 
 class DataNotFoundError(RuntimeError):
@@ -32,6 +34,19 @@ def _read_secrets(root: Path) -> dict[str, str]:
     return {k: str(v) for k, v in raw.items() if isinstance(v, (str, int, float))}
 
 
+def positive_setting(values: dict[str, str], name: str, default: str, cast: type[int] | type[float],
+                     unit: str) -> int | float:
+    """A numeric setting, which must be finite and > 0; else a one-line ValueError naming it and the bad value."""
+    raw = values.get(name, default)
+    try:
+        value = cast(raw.strip())
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be {unit} > 0, not {raw!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved configuration. Secrets are kept out of repr so they never reach a log."""
@@ -43,12 +58,13 @@ class Settings:
     llm_backend: str = "offline"
     llm_model: str = ""
     llm_timeout_s: float = 60.0
+    query_budget_s: float = 180.0  # one query's LLM work, retries and waits included (core.agents.llm.budget)
     openai_base_url: str = ""
     local_model: str = ""
     local_threads: int = 2
     local_instances: int = 2
     gemini_base_url: str = ""
-    database_url: str = ""
+    database_url: str = field(default="", repr=False)  # may hold a password
     cache_dir: Path = PROJECT_ROOT / "data" / "cache"
     index_dir: Path = PROJECT_ROOT / "data" / "index"
     root: Path = PROJECT_ROOT
@@ -80,11 +96,12 @@ class Settings:
             encoder_runtime=runtime,
             llm_backend=backend,
             llm_model=default if declared.fixed_model else (merged.get("LLM_MODEL", "") or default),
-            llm_timeout_s=float(merged.get("LLM_TIMEOUT_S", "60")),
+            llm_timeout_s=positive_setting(merged, "LLM_TIMEOUT_S", "60", float, "a number of seconds"),
+            query_budget_s=positive_setting(merged, "LLM_QUERY_BUDGET_S", "180", float, "a number of seconds"),
             openai_base_url=openai_url,
             local_model=local_model,
-            local_threads=int(merged.get("LOCAL_THREADS", "2")),
-            local_instances=int(merged.get("LOCAL_INSTANCES", "2")),
+            local_threads=positive_setting(merged, "LOCAL_THREADS", "2", int, "a whole number of threads"),
+            local_instances=positive_setting(merged, "LOCAL_INSTANCES", "2", int, "a whole number of model copies"),
             gemini_base_url=merged.get("GEMINI_BASE_URL", ""),
             database_url=merged.get("DATABASE_URL", ""),
             cache_dir=Path(merged.get("CACHE_DIR", str(root / "data" / "cache"))),
@@ -136,8 +153,17 @@ class Settings:
         )
 
     def secrets(self) -> tuple[str, ...]:
-        """Every secret value, so redaction can scrub them from any text."""
-        return tuple(s for s in (self.gemini_api_key, self.openai_api_key) if s)
+        """Every secret value (the database URL's password too), so redaction can scrub them from any text."""
+        return tuple(s for s in (self.gemini_api_key, self.openai_api_key, *url_passwords(self.database_url)) if s)
+
+
+def url_passwords(url: str) -> tuple[str, ...]:
+    """A URL's password as written (percent-encoded) and decoded, for redaction; () when it has none."""
+    try:
+        raw = urlsplit(url).password
+    except ValueError:
+        return ()
+    return tuple(dict.fromkeys(p for p in (raw, unquote(raw or "")) if p))
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:

@@ -23,6 +23,7 @@ class Scripted:
     body: Any = None
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"  # a proxy's HTML error page comes as text/html with a 200
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ class FakeServer:
                 data = payload.encode("utf-8")
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", reply.content_type)
                     self.send_header("Content-Length", str(len(data)))
                     for key, value in reply.headers.items():
                         self.send_header(key, value)

@@ -36,9 +36,11 @@ def make_agents(settings: Settings, retriever: Retriever, use_cache: bool = True
     cache = CallCache(settings.cache_dir / "llm_calls.sqlite") if use_cache else None
     tag = f"+run{run_index}" if run_index else ""
     style = STYLES[getattr(client, "prompt_style", "instruction")]
-    return Agents(LLMStubWriter(CachedClient(client, cache, style.discovery_version + tag, enabled=use_cache), style),
-                  LLMPlanner(CachedClient(client, cache, style.planner_version + tag, enabled=use_cache),
-                             retriever.registry.get, style))
+    secrets = settings.secrets()
+    return Agents(LLMStubWriter(CachedClient(client, cache, style.discovery_version + tag, use_cache, secrets), style,
+                                settings.query_budget_s),
+                  LLMPlanner(CachedClient(client, cache, style.planner_version + tag, use_cache, secrets),
+                             retriever.registry.get, style, settings.query_budget_s))
 
 
 def agents_factory(settings: Settings, retriever: Retriever, use_cache: bool = True) -> AgentsFactory:

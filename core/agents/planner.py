@@ -15,6 +15,7 @@ import numpy as np
 
 from core.retrieval.discovery import Hit, Retriever, clean_query
 from core.agents.llm import LLMClient, Usage, generate_json
+from core.agents.llm.budget import within_budget
 from core.agents.offline_split import split_subrequests
 from core.backends import OFFLINE_MODEL, backend_label
 from core.agents.prompts import STYLES, PromptStyle, validate_plan
@@ -141,10 +142,12 @@ class OfflinePlanner:
 class LLMPlanner:
     """Asks an LLM to plan with the versioned planner prompt of its style (instruction or few-shot)."""
 
-    def __init__(self, client: LLMClient, registry_lookup, style: PromptStyle = STYLES["instruction"]) -> None:
+    def __init__(self, client: LLMClient, registry_lookup, style: PromptStyle = STYLES["instruction"],
+                 budget_s: float | None = None) -> None:
         self.client = client
         self.lookup = registry_lookup
         self.style = style
+        self.budget_s = budget_s
         self.backend = client.backend
         self.model = client.model
         self.prompt_version = style.planner_version
@@ -157,8 +160,9 @@ class LLMPlanner:
         def validate(answer: dict) -> dict:
             return validate_plan(self.style.plan_from_reply(answer, names))
 
-        reply = generate_json(self.client, self.style.planner(text, apis), self.style.planner_schema(names), 0.0,
-                              validate)
+        with within_budget(self.budget_s):
+            reply = generate_json(self.client, self.style.planner(text, apis), self.style.planner_schema(names), 0.0,
+                                  validate)
         usage, latency = reply.usage, reply.latency_s
         cached = bool(reply.response and reply.response.cached)
         if reply.obj is None:

@@ -105,7 +105,7 @@ def validate_stubs(obj: dict[str, Any]) -> list[dict[str, str]]:
     stubs = obj.get("stubs") if isinstance(obj, dict) else None
     if not isinstance(stubs, list) or not stubs:
         raise ValueError("'stubs' must be a non-empty list")
-    clean: list[dict[str, str]] = []
+    clean: dict[str, dict[str, str]] = {}
     for i, stub in enumerate(stubs):
         if not isinstance(stub, dict):
             raise ValueError(f"stub {i} is not an object")
@@ -114,9 +114,8 @@ def validate_stubs(obj: dict[str, Any]) -> list[dict[str, str]]:
             raise ValueError(f"stub {i} has no name")
         reasoning = stub.get("reasoning")
         reasoning = reasoning.strip() if isinstance(reasoning, str) else ""
-        if all(name.strip() != kept["name"] for kept in clean):  # a repeated name searches nothing new
-            clean.append({"name": name.strip(), "reasoning": reasoning})
-    return clean
+        clean.setdefault(name.strip(), {"name": name.strip(), "reasoning": reasoning})  # a repeat searches nothing new
+    return list(clean.values())
 
 
 def validate_plan(obj: dict[str, Any]) -> dict[str, Any]:

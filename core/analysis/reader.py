@@ -92,7 +92,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from core.analysis.provenance import provenance
 from core.analysis import tables as analysis, router
-from core.study.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, SchemaMismatch, check_schema, make_engine, sqlite_path, unpack_if_packed
+from core.study.dburl import DatabaseUnavailable, open_error
+from core.study.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, check_schema, make_engine, sqlite_path, unpack_if_packed
 
 SETUP_FIELDS = ("registry_hash", "embedding_model", "llm_backend", "llm_model", "discovery_prompt_version",
                 "planner_prompt_version")
@@ -208,7 +209,11 @@ class ResultsReader:
         return self._engine
 
     def _check(self) -> tuple[Engine | None, str | None]:
-        engine = self._connect()
+        """The engine once the schema is this code's, or None and a one-line error (never the URL's password)."""
+        try:
+            engine = self._connect()
+        except DatabaseUnavailable as exc:
+            return None, str(exc)
         if engine is None:
             return None, "no results database yet: run `python -m core bench all`"
         if self._schema_ok:
@@ -216,10 +221,10 @@ class ResultsReader:
         try:
             if not check_schema(engine, create=False):
                 return None, "the results database is empty: run `python -m core bench all`"
-        except SchemaMismatch as exc:
+        except DatabaseUnavailable as exc:  # SchemaMismatch too
             return None, str(exc)
         except SQLAlchemyError as exc:
-            return None, f"cannot read the results database: {exc.__class__.__name__}: {exc}"[:500]
+            return None, str(open_error(self.url, exc))
         self._schema_ok = True
         return engine, None
 
@@ -228,7 +233,7 @@ class ResultsReader:
         runs stay cached until the set of complete runs changes (a bench writing elsewhere does not)."""
         engine, error = self._check()
         if engine is None:
-            return pd.DataFrame(columns=[*RUN_COLUMNS, "n_results"])
+            return pd.DataFrame(columns=[*RUN_COLUMNS, "n_results", "failed_rows"])
         with engine.connect() as conn:
             fingerprint = (*conn.execute(select(func.count(Run.id), func.max(Run.id), func.max(Run.finished_at),
                                                 func.count(case((Run.status == "complete", 1))))).one(),
@@ -237,9 +242,11 @@ class ResultsReader:
                 if fingerprint == self._fingerprint:
                     return self._runs
             rows = conn.execute(select(*(getattr(Run, c) for c in RUN_COLUMNS)).order_by(Run.id)).mappings().all()
-            counts = dict(conn.execute(select(QueryResult.run_id, func.count()).group_by(QueryResult.run_id)).all())
+            counts = {run_id: (n, failed) for run_id, n, failed in conn.execute(
+                select(QueryResult.run_id, func.count(), func.count(QueryResult.error)).group_by(QueryResult.run_id))}
         frame = pd.DataFrame([dict(r) for r in rows], columns=list(RUN_COLUMNS))
-        frame["n_results"] = [int(counts.get(i, 0)) for i in frame["id"]]
+        frame["n_results"] = [int(counts.get(i, (0, 0))[0]) for i in frame["id"]]
+        frame["failed_rows"] = [int(counts.get(i, (0, 0))[1]) for i in frame["id"]]  # in no mean; --resume redoes them
         complete = tuple(frame.loc[frame["status"] == "complete", "id"].tolist())
         with self._lock:
             if complete != self._complete:
@@ -262,7 +269,7 @@ class ResultsReader:
                 created = conn.execute(select(SchemaInfo.created_at).where(SchemaInfo.id == 1)).scalar_one_or_none()
         latest = complete.sort_values("id").iloc[-1] if len(complete) else None
         return {"available": len(complete) > 0, "error": error, "schema_version": SCHEMA_VERSION if engine else None,
-                "n_runs": len(runs), "n_complete": len(complete),
+                "n_runs": len(runs), "n_complete": len(complete), "failed_rows": int(complete["failed_rows"].sum()),
                 "kinds": {str(k): int(v) for k, v in complete["kind"].value_counts().items()},
                 "backends": sorted(complete["backend_label"].unique().tolist()),
                 "created": _iso(created), "first_started": _iso(complete["started_at"].min()) if len(complete) else None,

@@ -150,6 +150,10 @@ def _study_section(study: catalog.Study) -> Section:
         "ours": records(reader.study_table(study.name, gold, backend)), "paper": None}
 
 
+class NoUsableRows(ValueError):
+    """Every stored row of the complete runs failed, so there is no mean to report; the message says what to do."""
+
+
 def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | None = None,
                  paper: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every section of every declared study for the latest complete runs, study by study in the catalog's
@@ -158,6 +162,10 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
         raise ValueError(f"gold must be one of {', '.join(GOLD_NOTES)}")
     paper = paper_figures.load_paper() if paper is None else paper
     setup = reader.setup(backend)
+    if reader.main_table(gold, backend).empty:
+        failed = reader.status().get("failed_rows", 0)
+        raise NoUsableRows(f"the complete runs hold no usable row ({failed:,} failed rows, e.g. an LLM outage): "
+                           "rerun the study with `python -m core bench <study> --resume` once the LLM answers")
     sections = {name: (SECTIONS[name] if name in SECTIONS else _study_section(study))(reader, gold, backend, paper)
                 for study in catalog.STUDIES for name in study.sections}
     return {"gold": gold, "gold_note": GOLD_NOTES[gold], "pass_rate_note": PASS_RATE_DEFINITION,
@@ -215,7 +223,7 @@ def render_text(report: dict[str, Any]) -> str:
             lines += ["  skipped: " + "; ".join(f"{n['subset']} size {n['size']}: {n['note']}" for n in section["notes"])]
         if section.get("note"):
             lines += [f"  {section['note']}"]
-        if section.get("fit"):
+        if (section.get("fit") or {}).get("threshold") is not None:
             fit = section["fit"]
             lines += [f"  threshold on all queries {_fmt(fit['threshold'])} (sends {_fmt(fit['share_to_ptr'])} to PtR; "
                       f"in-sample recall {_fmt(fit['in_sample_recall'])}); per-fold thresholds "

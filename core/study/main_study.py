@@ -17,7 +17,7 @@ from core.data.toolbench import Query
 from core.retrieval.batch import ptr_batch, rtp_batch
 from core.retrieval.discovery import Discovery, Retriever
 from core.retrieval.memo import memoised
-from core.study.rows import base_row, by_subset, overlap_fields, plan_fields, stub_fields
+from core.study.rows import base_row, by_subset, llm_failure, overlap_fields, plan_fields, stub_fields
 from core.study.runner import Job, execute, open_run
 from core.study.catalog import DEFAULT_RUNS, MAIN_K, BenchContext
 from core.study.setup import Setup
@@ -58,7 +58,7 @@ def _rtp_finish(agents: Agents, found: dict[str, Discovery]) -> Callable[[int, Q
     def finish(run_id: int, query: Query, _: Any) -> dict[str, Any]:
         discovery = found[query.uid]
         plan = agents.planner.plan(query.query, discovery.hits)
-        return {**base_row(run_id, query, discovery), **plan_fields(plan, query)}
+        return {**base_row(run_id, query, discovery), **plan_fields(plan, query), "error": llm_failure(None, plan.parse_error)}
 
     return finish
 
@@ -83,7 +83,7 @@ def _ptr_finish(agents: Agents, retriever: Retriever,
         return {**base_row(run_id, query, discovery, fallback=outcome.fallback),
                 **stub_fields(outcome, top1, query, retriever),
                 **plan_fields(plan, query), **overlap_fields(discovery, rtp_found[query.uid].keys),
-                "retrieval_latency_s": seconds}
+                "retrieval_latency_s": seconds, "error": llm_failure(outcome.error, plan.parse_error)}
 
     return finish
 

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from core.agents.stubs import StubOutcome
 
 FALLBACK_STUB = "(the raw query: the stub writer failed)"
+# Reasons (core.agents.llm.jsonparse) that mean the model could not be asked or its reply not read: an
+# outage, a timeout, a spent budget, a client fault, an oversized reply. Such a row measures the outage,
+# not the architecture, so it is stored as failed: left out of every mean, counted, redone by --resume.
+# A malformed or off-schema reply is the model's own answer and stays a (labelled) fallback.
+FAILURE_PREFIXES = ("llm_error[", "reply_too_large")
 
 
 def by_subset(queries: Iterable[Query]) -> dict[str, list[Query]]:
@@ -106,6 +111,13 @@ def stub_fields(outcome: StubOutcome, top1: Sequence[tuple[int, float]], query: 
             "stub_error": outcome.error, "stub_prompt_tokens": outcome.usage.prompt_tokens,
             "stub_output_tokens": outcome.usage.output_tokens,
             "stub_thoughts_tokens": outcome.usage.thoughts_tokens, "stub_latency_s": outcome.latency_s}
+
+
+def llm_failure(stub_error: str | None = None, plan_error: str | None = None) -> str | None:
+    """The row's failure text when a step's LLM call failed (FAILURE_PREFIXES), else None."""
+    failed = [f"{step}: {reason}" for step, reason in (("stub writer", stub_error), ("planner", plan_error))
+              if reason and reason.startswith(FAILURE_PREFIXES)]
+    return ("LLM failure, " + "; ".join(failed))[:1000] if failed else None
 
 
 def error_row(run_id: int, query: Query, k: int, error: BaseException) -> dict[str, Any]:

@@ -39,16 +39,30 @@ class Job:
 
 def open_run(store: Store, spec: RunSpec, queries: Sequence[Query], resume: bool, commit: str,
              config: dict[str, Any] | None = None) -> tuple[int, list[Query]] | None:
-    """(run id, queries still to do) for a spec; None when resuming and the run already finished."""
+    """(run id, queries still to do) for a spec; None when resuming and the run already finished.
+
+    Resuming redoes a run's failed rows (an exception, or an LLM failure: core.study.rows.llm_failure),
+    a complete run's too, so an outage during a study is repaired by `--resume` once the server is back.
+    """
     if resume:
         found = store.find_run(spec)
-        if found is not None and found.status in ("complete", "skipped"):
+        if found is not None and (found.status == "skipped"
+                                  or (found.status == "complete" and not failed_rows(store, found.id))):
             return None
         if found is not None:
             done = store.reopen(found.id, len(queries))
             return found.id, [q for q in queries if q.uid not in done]
     return store.start_run(spec, len(queries), commit, config), list(queries)
 
+
+def failed_rows(store: Store, run_id: int) -> int:
+    """How many of a run's rows failed (their `error` says why); such rows count in no mean."""
+    return sum(1 for row in store.results(run_id, ("error",)) if row["error"])
+
+
+def finish_note(failed: int, total: int) -> str | None:
+    """A complete run's note when some rows failed: what the Runs table and `report` show."""
+    return f"{failed:,} of {total:,} rows failed; `--resume` redoes them" if failed else None
 
 
 def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool = False, desc: str = "") -> None:
@@ -61,9 +75,10 @@ def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool 
     A run is marked complete with its last row; on an exception here, unfinished runs are marked failed.
     """
     remaining = {job.run_id: len(job.todo) for job in jobs}
+    sizes = {job.run_id: store.count_results(job.run_id) + len(job.todo) for job in jobs}
     for run_id, left in remaining.items():
         if left == 0:
-            store.finish_run(run_id)
+            store.finish_run(run_id, note=finish_note(failed_rows(store, run_id), sizes[run_id]))
     total = sum(remaining.values())
     if total == 0:
         return
@@ -118,7 +133,8 @@ def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool 
             for row in rows:
                 remaining[row["run_id"]] -= 1
                 if remaining[row["run_id"]] == 0:
-                    store.finish_run(row["run_id"])
+                    run_id = row["run_id"]
+                    store.finish_run(run_id, note=finish_note(failed_rows(store, run_id), sizes[run_id]))
     except BaseException as exc:
         pool.shutdown(wait=False, cancel_futures=True)
         for run_id, left in remaining.items():
@@ -130,10 +146,9 @@ def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool 
         pool.shutdown(wait=True)
 
 
-
 def insert_run(store: Store, run_id: int, rows: list[dict[str, Any]]) -> None:
     """A run computed in one go (no LLM calls): its rows in chunks, then marked complete."""
     for start in range(0, len(rows), INSERT_CHUNK):
         store.add_results(rows[start:start + INSERT_CHUNK])
-    store.finish_run(run_id)
+    store.finish_run(run_id, note=finish_note(sum(1 for row in rows if row.get("error")), len(rows)))
 

@@ -8,6 +8,7 @@ from core.study import metrics
 from core.retrieval.discovery import Discovery, Retriever, clean_query, hybrid_retrieve, ptr_retrieve, rtp
 from core.agents.factory import Agents, make_agents
 from core.agents.llm import LLMUnavailable
+from core.agents.llm.budget import within_budget
 from core.agents.planner import Plan
 from core.settings import Settings
 from core.agents.stubs import StubOutcome, usage_json
@@ -51,21 +52,22 @@ def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, a
             agents = make_agents(settings, retriever, use_cache)
         except LLMUnavailable as exc:
             out["llm_error"] = str(exc)
-    rtp_found = rtp(query, k, retriever) if archs in ("rtp", "all") else None
-    if archs in ("ptr", "all") and agents is not None:
-        outcome = stubs or agents.stub_writer.write(query)
-        found = ptr_retrieve(outcome.stubs, k, retriever)
-        plan = agents.planner.plan(query, found.hits) if want_plans else None
-        block = discovery_json(found, plan, gold)
-        stub_json = outcome.to_json()
-        block.update(stubs=stub_json["stubs"], stub_fallback=outcome.fallback, stub_error=outcome.error,
-                     backend_label=outcome.label, usage=usage_json(outcome.usage),
-                     stub_latency_s=stub_json["latency_s"])
-        out["ptr"] = block
-        if archs == "all":  # hybrid discovery (beyond the paper): retrieval only, from the same stubs
-            out["hybrid"] = discovery_json(hybrid_retrieve(query, () if outcome.fallback else outcome.stubs, k,
-                                                           retriever), None, gold)
-    if rtp_found is not None:
-        plan = agents.planner.plan(query, rtp_found.hits) if want_plans and agents else None
-        out["rtp"] = discovery_json(rtp_found, plan, gold)
+    with within_budget(settings.query_budget_s):  # the whole query's LLM work, whatever the calls' budgets
+        rtp_found = rtp(query, k, retriever) if archs in ("rtp", "all") else None
+        if archs in ("ptr", "all") and agents is not None:
+            outcome = stubs or agents.stub_writer.write(query)
+            found = ptr_retrieve(outcome.stubs, k, retriever)
+            plan = agents.planner.plan(query, found.hits) if want_plans else None
+            block = discovery_json(found, plan, gold)
+            stub_json = outcome.to_json()
+            block.update(stubs=stub_json["stubs"], stub_fallback=outcome.fallback, stub_error=outcome.error,
+                         stub_capped=outcome.capped, backend_label=outcome.label, usage=usage_json(outcome.usage),
+                         stub_latency_s=stub_json["latency_s"])
+            out["ptr"] = block
+            if archs == "all":  # hybrid discovery (beyond the paper): retrieval only, from the same stubs
+                out["hybrid"] = discovery_json(hybrid_retrieve(query, () if outcome.fallback else outcome.stubs, k,
+                                                               retriever), None, gold)
+        if rtp_found is not None:
+            plan = agents.planner.plan(query, rtp_found.hits) if want_plans and agents else None
+            out["rtp"] = discovery_json(rtp_found, plan, gold)
     return {key: out[key] for key in ("query", "k", "llm_error", "rtp", "ptr", "hybrid") if key in out}

@@ -51,9 +51,9 @@ def stored_stubs(store: Store, run_id: int, queries: Sequence[Query]) -> dict[st
     from `queries`); failed rows and queries not given are left out."""
     by_uid = {q.uid: q for q in queries}
     out: dict[str, tuple[tuple[Stub, ...], bool]] = {}
-    for row in store.results(run_id, ("query_uid", "stubs", "stub_fallback")):
+    for row in store.results(run_id, ("query_uid", "stubs", "stub_fallback", "error")):
         query = by_uid.get(row["query_uid"])
-        if query is None or not row["stubs"]:
+        if query is None or not row["stubs"] or row["error"]:
             continue
         if row["stub_fallback"]:
             out[query.uid] = ((Stub(query.query),), True)

@@ -1,8 +1,11 @@
 """Content-addressed LLM call cache in SQLite, so reruns replay answers exactly and cost nothing.
 
-The key covers everything that changes the answer; a cache hit returns the original usage and
-latency so stored benchmarks stay reproducible. Failed calls are never stored, and a reply that
-does not parse into the expected record is discarded by generate_json, so it is asked again.
+The key covers everything that changes the answer, the server or model file included; a cache hit
+returns the original usage and latency so stored benchmarks stay reproducible. Only a reply that its
+caller accepted (generate_json: it parsed into the expected record) and that fits MAX_CACHED_CHARS is
+stored: a failed call, an empty or malformed reply or one in the wrong schema is never replayed, so a
+query that failed while a server was broken succeeds once it is fixed. A stored reply that the caller
+no longer accepts (written by older code) is dropped on read.
 """
 from __future__ import annotations
 
@@ -12,13 +15,21 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from core.agents.llm.base import LLMClient, LLMResponse, Usage
+from core.settings import redact
 
 log = logging.getLogger(__name__)
+
+# A stub or plan reply is under 2 kB; a reply this large is a fault (an echoed prompt, a runaway model),
+# and a 20 MB one once wrote about 80 MB to the cache.
+MAX_CACHED_CHARS = 32_000
+Accept = Callable[[str], bool]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS llm_calls (
@@ -125,15 +136,22 @@ class CallCache:
 
 
 class CachedClient:
-    """Wraps an `LLMClient`; the same prompt, settings and prompt version hit the cache."""
+    """Wraps an `LLMClient`; the same prompt, settings and prompt version hit the cache.
+
+    Every reply passes through here, so this is where the configured keys (`secrets`) are scrubbed from
+    successful replies too: a server that echoes the key in a 200 gets it into no stub, plan, cache row,
+    results row or printed answer.
+    """
 
     def __init__(
-        self, client: LLMClient, cache: CallCache | None, prompt_version: str, enabled: bool = True
+        self, client: LLMClient, cache: CallCache | None, prompt_version: str, enabled: bool = True,
+        secrets: tuple[str, ...] = (),
     ) -> None:
         self.client = client
         self.cache = cache
         self.prompt_version = prompt_version
         self.enabled = enabled
+        self.secrets = tuple(s for s in secrets if s)
         self.backend = client.backend
         self.model = client.model
 
@@ -141,22 +159,27 @@ class CachedClient:
         return f"CachedClient({self.client!r}, prompt_version={self.prompt_version!r}, enabled={self.enabled})"
 
     def generate(
-        self, prompt: str, *, schema: dict[str, Any] | None = None, temperature: float = 0.0
+        self, prompt: str, *, schema: dict[str, Any] | None = None, temperature: float = 0.0,
+        accept: Accept | None = None,
     ) -> LLMResponse:
+        """The cached reply if there is one that `accept` takes, else the model's; the model's is stored
+        only when `accept` takes it (without `accept` nothing is stored: nothing says the reply is usable)."""
         if not self.enabled or self.cache is None:
-            return self.client.generate(prompt, schema=schema, temperature=temperature)
+            return self._scrub(self.client.generate(prompt, schema=schema, temperature=temperature))
         key = self._key(prompt, schema, temperature)
         hit = self.cache.get(key)
         if hit is not None:
-            return hit
-        response = self.client.generate(prompt, schema=schema, temperature=temperature)
-        self.cache.put(key, self.prompt_version, response)
+            if accept is not None and accept(hit.text):
+                return self._scrub(hit)
+            self.cache.delete(key)  # unusable, or nothing vouches for it: never replay it as an answer
+        response = self._scrub(self.client.generate(prompt, schema=schema, temperature=temperature))
+        if accept is not None and len(response.text) <= MAX_CACHED_CHARS and accept(response.text):
+            self.cache.put(key, self.prompt_version, response)
         return response
 
-    def discard(self, prompt: str, *, schema: dict[str, Any] | None = None, temperature: float = 0.0) -> None:
-        """Forget a reply its caller could not use, so that the next ask calls the model again."""
-        if self.enabled and self.cache is not None:
-            self.cache.delete(self._key(prompt, schema, temperature))
+    def _scrub(self, response: LLMResponse) -> LLMResponse:
+        text = redact(response.text, self.secrets)
+        return response if text == response.text else replace(response, text=text)
 
     def _key(self, prompt: str, schema: dict[str, Any] | None, temperature: float) -> str:
         return cache_key(self.backend, self.model, self.prompt_version, prompt, temperature, schema,

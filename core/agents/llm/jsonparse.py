@@ -7,8 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.agents.llm.base import LLMClient, LLMError, LLMResponse, Usage
+from core.agents.llm.cache import CachedClient
+from core.settings import redact
 
 MAX_REASON_CHARS = 200
+# Stubs and plans are a few hundred characters; a reply past this is not parsed (parsing a 20 MB reply
+# of thousands of stubs is where unbounded work starts) but fails as `reply_too_large`.
+MAX_REPLY_CHARS = 32_000
 _DECODER = json.JSONDecoder()
 
 REPAIR_TEMPLATE = """{prompt}
@@ -44,6 +49,8 @@ def parse_json_object(text: str) -> dict[str, Any]:
 def _check(
     text: str, validate: Callable[[dict[str, Any]], object] | None
 ) -> tuple[dict[str, Any] | None, str | None]:
+    if len(text) > MAX_REPLY_CHARS:
+        return None, _reason("reply_too_large", f"{len(text):,} characters, over the cap of {MAX_REPLY_CHARS:,}")
     try:
         obj = parse_json_object(text)
     except MalformedJSON as exc:
@@ -88,34 +95,37 @@ def generate_json(
     validate: Callable[[dict[str, Any]], object] | None = None,
 ) -> JsonReply:
     """Ask for a JSON object, repairing once. Never raises for LLM or JSON failures, so a caller can
-    record the reason and move on."""
+    record the reason and move on: any exception a client raises (an SDK choking on an HTML page or on
+    truncated JSON, say) becomes an `llm_error[...]` reason like a failed call. A caching client stores
+    only a reply that passes the same checks, so a failure is never replayed."""
     total = Usage()
-    try:
-        first = client.generate(prompt, schema=schema, temperature=temperature)
-    except LLMError as exc:
-        return JsonReply(None, None, _reason(f"llm_error[{exc.kind}]", exc.message), total, 0.0)
+    first, error = _ask(client, prompt, schema, temperature, validate)
+    if first is None:
+        return JsonReply(None, None, error, total, 0.0)
     total += first.usage
     obj, reason = _check(first.text, validate)
     if reason is None:
         return JsonReply(obj, first, None, total, first.latency_s)
-    _discard(client, prompt, schema, temperature)
-    first_reason = reason
-    try:
-        second = client.generate(
-            repair_prompt(prompt, first.text, reason, schema), schema=schema, temperature=temperature
-        )
-    except LLMError as exc:
-        detail = f"{exc.message} (repairing {reason})"
-        return JsonReply(None, first, _reason(f"llm_error[{exc.kind}]", detail), total, first.latency_s)
+    second, error = _ask(client, repair_prompt(prompt, first.text, reason, schema), schema, temperature, validate)
+    if second is None:
+        return JsonReply(None, first, _reason(error or "llm_error", f"(repairing {reason})"), total,
+                         first.latency_s)
     total += second.usage
     obj, reason = _check(second.text, validate)
-    if reason is not None:
-        _discard(client, repair_prompt(prompt, first.text, first_reason, schema), schema, temperature)
     return JsonReply(obj, second, reason, total, first.latency_s + second.latency_s)
 
 
-def _discard(client: LLMClient, prompt: str, schema: dict[str, Any] | None, temperature: float) -> None:
-    """A caching client forgets an unusable reply: a failure must never be replayed as an answer."""
-    discard = getattr(client, "discard", None)
-    if discard is not None:
-        discard(prompt, schema=schema, temperature=temperature)
+def _ask(client: LLMClient, prompt: str, schema: dict[str, Any] | None, temperature: float,
+         validate: Callable[[dict[str, Any]], object] | None) -> tuple[LLMResponse | None, str | None]:
+    """(the response, None), or (None, the failure as an `llm_error[kind]: ...` reason)."""
+    try:
+        if isinstance(client, CachedClient):
+            return client.generate(prompt, schema=schema, temperature=temperature,
+                                   accept=lambda text: _check(text, validate)[1] is None), None
+        return client.generate(prompt, schema=schema, temperature=temperature), None
+    except LLMError as exc:
+        return None, _reason(f"llm_error[{exc.kind}]", exc.message)
+    except Exception as exc:  # noqa: BLE001 - a client's fault ends this call, never the query or the run
+        secrets = getattr(client, "secrets", ())
+        detail = redact(f"{type(exc).__name__}: {exc}", secrets)
+        return None, _reason("llm_error[client]", detail)

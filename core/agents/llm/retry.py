@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from core.agents.llm.base import LLMError
+from core.agents.llm.budget import budget_s, remaining_s
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -40,11 +41,15 @@ def call_with_retry(
 ) -> tuple[T, int]:
     """Run `fn` until it succeeds or fails for good; return (result, attempts used).
 
-    Only LLMError is retried, and only its retryable kinds; the final error carries `attempts`.
+    Only LLMError is retried, and only its retryable kinds; the final error carries `attempts`. Under a
+    query budget (core.agents.llm.budget) no attempt starts, and no wait begins, that would end past it.
     """
     attempts = max(1, policy.max_attempts)
     attempt = 1
     while True:
+        left = remaining_s()
+        if left is not None and left <= 0:
+            raise LLMError("timeout", f"the query's time budget of {budget_s():.0f} s is spent", attempts=attempt - 1)
         try:
             return fn(), attempt
         except LLMError as err:
@@ -52,6 +57,10 @@ def call_with_retry(
             if not err.retryable or attempt >= attempts:
                 raise
             wait = policy.delay(attempt, err, rng)
+            left = remaining_s()
+            if left is not None and wait >= left:
+                raise LLMError("timeout", f"{err}; retrying in {wait:.0f} s would pass the query's time budget "
+                               f"of {budget_s():.0f} s", status=err.status, attempts=attempt) from None
             log.info("LLM call failed (%s), attempt %d/%d, retrying in %.2fs", err, attempt, attempts, wait)
             sleep(wait)
             attempt += 1
