@@ -19,6 +19,7 @@ from core.backends import OFFLINE_LABEL
 from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
 from core.data.toolbench import Api, ApiKey
+from core.study.dburl import shown
 from ui.safe import md
 from ui.tables import export_json, with_provenance
 from ui.index_job import IndexJob, index_job
@@ -56,7 +57,7 @@ def results_ready(settings: Settings) -> bool:
         error(f"The results database could not be read: {exc}", settings)
         return False
     st.info("No results yet: the database at "
-            f"{md(settings.results_url.removeprefix('sqlite:///'), 200)} is missing or empty. "
+            f"{md(shown(settings.results_url), 200)} is missing or empty. "
             "Run `python -m core bench all` to fill it (or set DATABASE_URL).", icon=":material/database:")
     return False
 
@@ -235,6 +236,8 @@ def arch_column(arch: str, block: dict | None, lookup: Callable[[ApiKey], Api | 
         if block.get("stub_fallback"):
             st.warning("Stub writing failed; PtR fell back to the raw query as its only stub"
                        + (f": {md(block.get('stub_error'), 300)}" if block.get("stub_error") else "."))
+        if block.get("stub_capped"):
+            st.warning(f"A cap was hit: {md(block['stub_capped'], 120)} (each stub is one more search).")
         groups = stub_hits(block)
         st.markdown(f"**{len(groups)} stub{'' if len(groups) == 1 else 's'}** ({md(block.get('backend_label') or '?', 60)}) · "
                     f"{block.get('search_width', 0)} candidates before the top-{k} cut")
