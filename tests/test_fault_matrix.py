@@ -8,6 +8,8 @@ rows are redone.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +19,9 @@ import pytest
 from core.agents.factory import agents_factory
 from core.agents.llm import CallCache
 from core.analysis.reader import ResultsReader
+from core.analysis.report import NoUsableRows, build_report
 from core.retrieval.memo import memoised
-from core.settings import Settings
+from core.settings import PROJECT_ROOT, Settings
 from core.study.main_study import run_main
 from core.study.single_query import inspect_query
 from core.study.store import Store
@@ -179,6 +182,12 @@ def test_an_outage_then_resume_redoes_the_failed_rows(settings_for, tmp_path: Pa
     assert reader.status()["failed_rows"] == 2 * len(queries)
     runs = reader.runs()
     assert set(runs["status"]) == {"complete"} and all("--resume" in note for note in runs["note"])
+    with pytest.raises(NoUsableRows, match="no usable row \\(8 failed rows"):
+        build_report(reader)
+    cli = subprocess.run([sys.executable, "-m", "core", "report", "--db", url], cwd=PROJECT_ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode != 0 and "Traceback" not in cli.stderr
+    assert cli.stderr.strip().count("\n") == 0 and "no usable row" in cli.stderr
 
     # The server is back: one reply that parses as stubs and as a plan answers both calls.
     server.reply = Scripted(200, openai_ok(json.dumps({"stubs": [{"name": "search_hotels", "reasoning": "r"}],
