@@ -1,9 +1,14 @@
+"""VectorIndex against a brute-force numpy reference, on both prefilters (float32 BLAS and int8)."""
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 import pytest
 
+import core.retrieval.prefilter
 from core.retrieval.index import VectorIndex
+from core.retrieval.prefilter import CHUNK, FloatScores, Int8Scores, make_scores
 
 
 def unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -12,23 +17,50 @@ def unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
 
 
 def brute_force(vectors: np.ndarray, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    scores = vectors @ q
+    """Every score as float32 of its float64 dot (the index's definition), best first, ties by lower row."""
+    scores = (vectors.astype(np.float64) @ q.astype(np.float64)).astype(np.float32)
     order = np.lexsort((np.arange(len(scores)), -scores))[:k]
     return scores[order], order
 
 
-@pytest.mark.parametrize("k", [1, 5, 37])
-def test_search_equals_numpy_brute_force(k: int) -> None:
-    rng = np.random.default_rng(0)
-    vectors, queries = unit(rng, 2000, 32), unit(rng, 20, 32)
-    index = VectorIndex(vectors)
+@pytest.fixture(params=["float", "int8"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on both prefilters, whatever the index size."""
+    monkeypatch.setattr(core.retrieval.prefilter, "INT8_MIN_ROWS", 0 if request.param == "int8" else 10 ** 12)
+    return request.param
+
+
+def check_exact(index: VectorIndex, vectors: np.ndarray, queries: np.ndarray, k: int) -> None:
     batch_scores, batch_rows = index.batch_search(queries, k)
     for i, q in enumerate(queries):
         ref_scores, ref_rows = brute_force(vectors, q, k)
         scores, rows = index.search(q, k)
-        np.testing.assert_allclose(scores, ref_scores, rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(rows, ref_rows)
+        np.testing.assert_array_equal(scores, ref_scores)
         np.testing.assert_array_equal(batch_rows[i], ref_rows)
+        np.testing.assert_array_equal(batch_scores[i], ref_scores)
+
+
+def test_the_path_fixture_selects_the_prefilter(path: str) -> None:
+    index = VectorIndex(unit(np.random.default_rng(0), 100, 8))
+    assert isinstance(index._prefilter, Int8Scores if path == "int8" else FloatScores)
+
+
+@pytest.mark.parametrize("k", [1, 5, 37])
+def test_search_equals_numpy_brute_force(path: str, k: int) -> None:
+    rng = np.random.default_rng(0)
+    vectors, queries = unit(rng, 5000, 32), unit(rng, 20, 32)  # 5000: not a whole number of chunks
+    check_exact(VectorIndex(vectors), vectors, queries, k)
+
+
+def test_near_ties_below_int8_resolution_are_ranked_exactly(path: str) -> None:
+    """200 rows within 1e-4 of the query: int8 cannot tell them apart, the exact rescoring must."""
+    rng = np.random.default_rng(3)
+    base = unit(rng, 1, 64)[0]
+    near = base + 1e-4 * rng.standard_normal((200, 64)).astype(np.float32)
+    vectors = np.vstack([unit(rng, 3000, 64), near / np.linalg.norm(near, axis=1, keepdims=True)])
+    vectors = vectors[rng.permutation(len(vectors))]
+    check_exact(VectorIndex(vectors), vectors, np.vstack([base, unit(rng, 3, 64)]), 10)
 
 
 def test_ties_broken_by_row() -> None:
@@ -39,13 +71,62 @@ def test_ties_broken_by_row() -> None:
     assert scores.tolist() == [1.0, 1.0, 1.0]
 
 
-def test_k_larger_than_index_returns_everything() -> None:
-    vectors = unit(np.random.default_rng(1), 3, 8)
-    scores, rows = VectorIndex(vectors).search(vectors[0], 10)
-    assert sorted(rows.tolist()) == [0, 1, 2] and rows[0] == 0
+def test_many_ties_across_chunks_keep_the_lowest_rows(path: str) -> None:
+    """40 copies of the best vector spread over many chunks, more than any fixed over-fetch would cover."""
+    rng = np.random.default_rng(4)
+    vectors = unit(rng, 6000, 16)
+    copies = np.sort(rng.choice(len(vectors), 40, replace=False))
+    vectors[copies] = vectors[copies[-1]]
+    scores, rows = VectorIndex(vectors).search(vectors[copies[0]], 25)
+    assert rows.tolist() == copies[:25].tolist()
+    assert len(set(scores.tolist())) == 1
 
 
-def test_subindex_maps_back_to_registry_rows() -> None:
+def test_a_zero_query_ties_everywhere_and_returns_the_first_rows(path: str) -> None:
+    vectors = unit(np.random.default_rng(5), 300, 8)
+    scores, rows = VectorIndex(vectors).search(np.zeros(8, np.float32), 4)
+    assert rows.tolist() == [0, 1, 2, 3] and scores.tolist() == [0.0] * 4
+
+
+@pytest.mark.parametrize("size", [1, 3, CHUNK - 1, CHUNK + 1, 5 * CHUNK])
+def test_small_indexes_and_k_larger_than_the_index(path: str, size: int) -> None:
+    rng = np.random.default_rng(size)
+    vectors, queries = unit(rng, size, 8), unit(rng, 4, 8)
+    index = VectorIndex(vectors)
+    check_exact(index, vectors, queries, 7)
+    scores, rows = index.search(vectors[0], size + 10)
+    assert sorted(rows.tolist()) == list(range(size)) and rows[0] == 0
+
+
+def test_the_int8_error_bound_holds_and_prunes() -> None:
+    """|cheap - exact| <= bound for every pair, and the bound is tight enough to skip >95% of the rows."""
+    rng = np.random.default_rng(6)
+    vectors, queries = unit(rng, 20000, 64), unit(rng, 30, 64)
+    scores = Int8Scores(vectors, CHUNK)
+    out = scores.scores(queries)
+    exact = queries.astype(np.float64) @ vectors.T.astype(np.float64)
+    step = np.abs(queries).max(axis=1).astype(np.float64) / 127.0 * scores.scale
+    cheap = out.cheap[:, :len(vectors)] * step[:, None]
+    assert (np.abs(cheap - exact) <= (out.bound * step)[:, None]).all()
+    from core.retrieval.index import candidates
+    _, rows = candidates(out, len(vectors), 5)
+    assert len(rows) < 0.05 * len(vectors) * len(queries)
+
+
+def test_chunk_maxima_are_maxima_of_real_rows() -> None:
+    vectors = unit(np.random.default_rng(7), 3 * CHUNK + 5, 8)
+    out = Int8Scores(vectors, CHUNK).scores(vectors[:2])
+    for c in range(out.maxima.shape[1]):
+        np.testing.assert_array_equal(out.maxima[:, c], out.cheap[:, c * CHUNK:min((c + 1) * CHUNK, len(vectors))].max(1))
+
+
+def test_without_onnxruntime_the_float_prefilter_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    monkeypatch.setattr(core.retrieval.prefilter, "INT8_MIN_ROWS", 0)
+    assert isinstance(make_scores(unit(np.random.default_rng(8), 100, 8)), FloatScores)
+
+
+def test_subindex_maps_back_to_registry_rows(path: str) -> None:
     rng = np.random.default_rng(2)
     vectors = unit(rng, 500, 16)
     rows = np.array([3, 10, 77, 400, 499])

@@ -1,0 +1,126 @@
+"""Cheap scores with a proven error bound, which the exact search in index.py uses to skip most rows.
+
+Int8Scores: the registry as int8 (one global scale) and each query as int8 (its own scale),
+multiplied by ONNX Runtime's integer GEMM (VNNI): the 47k x 384 matrix is 18 MB instead of
+72 MB, so a single query reads it from L3 cache, and a batch runs ~4x more multiplies per cycle
+than float32. For q = s*q8 + eq and x = t*x8 + ex (rounding residues),
+
+    q.x - s*t*(q8.x8) = q.ex + eq.(t*x8),   so   |error| <= |q|*max|ex| + |eq|*max|t*x8|,
+
+and q8.x8 is exact in int32. FloatScores (numpy float32 BLAS) is the fallback without
+onnxruntime and the choice for small indexes, where building a session costs more than it saves.
+"""
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+# Any cosine the index reports is float32(its float64 dot): within 2**-24 relative of the real one.
+# The bound adds this much on top, far above that rounding and above float32 BLAS round-off too.
+ROUNDING = 1e-5
+INT8_MIN_ROWS = 4096  # below this, numpy's float32 GEMM beats building an ONNX Runtime session (measured)
+CHUNK = 64  # rows per chunk whose maximum is reported: small enough to keep index.py's lower bound tight
+
+
+class Scores(NamedTuple):
+    """Cheap scores [n, >= N] (columns past N repeat row N-1), their per-chunk maxima [n, ceil(N / CHUNK)]
+    and each query's error bound in the cheap scores' units."""
+
+    cheap: np.ndarray
+    maxima: np.ndarray
+    bound: np.ndarray
+
+
+class FloatScores:
+    """float32 Q @ V.T; its error against the float64 dot is float32 round-off, <= dim * 2**-24 * |q| * |x|
+    (|x| <= 1.001, assert_normalised's tolerance: twice that bound leaves room)."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.vectors = vectors
+
+    def scores(self, queries: np.ndarray) -> Scores:
+        cheap = queries @ self.vectors.T
+        n, size = cheap.shape
+        full = size // CHUNK * CHUNK
+        maxima = cheap[:, :full].reshape(n, -1, CHUNK).max(axis=2)
+        if full < size:
+            maxima = np.hstack([maxima, cheap[:, full:].max(axis=1, keepdims=True)])
+        bound = np.linalg.norm(queries, axis=1).astype(np.float64) * (self.vectors.shape[1] * 2.0 ** -23) + ROUNDING
+        return Scores(cheap, maxima, bound)
+
+
+class Int8Scores:
+    """Integer dot products of int8 queries with the int8 registry, via ONNX Runtime's MatMulInteger."""
+
+    def __init__(self, vectors: np.ndarray, chunk: int) -> None:
+        from onnxruntime import InferenceSession  # noqa: F401 (import error here means: use FloatScores)
+
+        self.scale = float(np.abs(vectors).max()) / 127.0 or 1.0
+        codes = np.rint(vectors / self.scale).astype(np.int8)
+        decoded = codes.astype(np.float64) * self.scale
+        self.max_residue = float(np.sqrt(((vectors - decoded) ** 2).sum(axis=1)).max())
+        self.max_decoded_norm = float(np.sqrt((decoded ** 2).sum(axis=1)).max())
+        self.size = len(vectors)
+        # Padded to whole chunks with copies of the last row, which lies in the last chunk: every chunk's
+        # maximum is then still some real row of that chunk (what the k-th-best lower bound needs).
+        padded = np.vstack([codes, np.repeat(codes[-1:], -len(codes) % chunk, axis=0)])
+        self._model = _matmul_integer_model(np.ascontiguousarray(padded.T), chunk)
+        self._sessions: dict[int, object] = {}
+
+    def _session(self, threads: int):
+        """One session per thread count: a single query runs best on one thread, a batch on all."""
+        if threads not in self._sessions:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            # No busy-waiting between calls: on a shared 2-core machine spinning threads steal the core
+            # the next numpy/BLAS call needs.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            self._sessions[threads] = ort.InferenceSession(self._model, options, providers=["CPUExecutionProvider"])
+        return self._sessions[threads]
+
+    def scores(self, queries: np.ndarray) -> Scores:
+        """int32 q8.x8 and its chunk maxima, computed in one ONNX Runtime call."""
+        step = np.abs(queries).max(axis=1).astype(np.float64) / 127.0
+        step[step == 0] = 1.0
+        q8 = np.rint(queries / step[:, None]).astype(np.int16)
+        residue = np.sqrt(((queries - q8 * step[:, None]) ** 2).sum(axis=1))
+        norm = np.sqrt((queries.astype(np.float64) ** 2).sum(axis=1))
+        bound = norm * self.max_residue + residue * self.max_decoded_norm + ROUNDING
+        threads = 1 if len(queries) == 1 else (os.cpu_count() or 1)
+        cheap, maxima = self._session(threads).run(None, {"q": (q8 + 128).astype(np.uint8)})
+        return Scores(cheap, maxima, bound / (step * self.scale))
+
+
+def _matmul_integer_model(codes_t: np.ndarray, chunk: int) -> bytes:
+    """uint8 queries (zero point 128) x the constant int8 matrix -> int32 dots, and their maxima per chunk."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    dim, size = codes_t.shape
+    nodes = [helper.make_node("MatMulInteger", ["q", "codes", "zero"], ["dots"]),
+             helper.make_node("Reshape", ["dots", "chunked"], ["blocks"]),
+             helper.make_node("ReduceMax", ["blocks", "last"], ["maxima"], keepdims=0)]
+    constants = [numpy_helper.from_array(codes_t, "codes"), numpy_helper.from_array(np.array(128, np.uint8), "zero"),
+                 numpy_helper.from_array(np.array([0, size // chunk, chunk], np.int64), "chunked"),
+                 numpy_helper.from_array(np.array([2], np.int64), "last")]
+    graph = helper.make_graph(
+        nodes, "int8_scores", [helper.make_tensor_value_info("q", TensorProto.UINT8, ["n", dim])],
+        [helper.make_tensor_value_info("dots", TensorProto.INT32, ["n", size]),
+         helper.make_tensor_value_info("maxima", TensorProto.INT32, ["n", size // chunk])], constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model.SerializeToString()
+
+
+def make_scores(vectors: np.ndarray) -> FloatScores | Int8Scores:
+    """Int8Scores where it pays and onnxruntime is installed, else FloatScores."""
+    if len(vectors) >= INT8_MIN_ROWS:
+        try:
+            return Int8Scores(vectors, CHUNK)
+        except ImportError:
+            pass
+    return FloatScores(vectors)
