@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from core.retrieval.build_lock import NotifyFn, ProgressFn
 from core.retrieval.discovery import Retriever
@@ -40,18 +41,28 @@ def load_reference_encoder(name: str) -> SentenceTransformerEncoder:
 
 
 @lru_cache(maxsize=4)
-def load_encoder(name: str, runtime: str = "auto") -> Encoder:
-    """The query encoder. "auto" takes the numpy forward pass when the model allows it (no torch import:
-    the app starts in seconds), else sentence-transformers; "numpy" insists, "torch" forces the reference.
+def load_encoder(name: str, runtime: str = "auto", cache_dir: Path | None = None) -> Encoder:
+    """The query encoder. "auto" takes ONNX Runtime when the model is a mean-pooled BERT and onnxruntime
+    is installed (its graph is built from the local weights once, into cache_dir, default CACHE_DIR), else
+    the numpy forward pass, else sentence-transformers; "onnx" and "numpy" insist, "torch" forces the reference.
     """
     from core.retrieval.bert_numpy import NumpyBertEncoder, UnsupportedModel
 
     if runtime == "torch":
         return load_reference_encoder(name)
     try:
+        if runtime in ("auto", "onnx"):
+            from core.retrieval.bert_onnx import OnnxBertEncoder
+
+            try:
+                return OnnxBertEncoder(resolve_model_path(name), canonical_model_id(name),
+                                       cache_dir or Settings.from_env().cache_dir)
+            except ImportError:
+                if runtime == "onnx":
+                    raise
         return NumpyBertEncoder(resolve_model_path(name), canonical_model_id(name))
     except UnsupportedModel:
-        if runtime == "numpy":
+        if runtime in ("numpy", "onnx"):
             raise
         return load_reference_encoder(name)
 
@@ -75,8 +86,9 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
     """
     start = time.perf_counter()
     registry = registry or registry_for(settings)
-    encoder = encoder or load_encoder(settings.embedding_model, settings.encoder_runtime)
-    builder = (lambda: load_reference_encoder(settings.embedding_model)) if encoder.runtime == "numpy" else None
+    encoder = encoder or load_encoder(settings.embedding_model, settings.encoder_runtime, settings.cache_dir)
+    reference = SentenceTransformerEncoder.runtime
+    builder = (lambda: load_reference_encoder(settings.embedding_model)) if encoder.runtime != reference else None
     vectors, source = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder,
                                         settings.index_dir if use_artifact else None, notify)
     index = VectorIndex(vectors)

@@ -88,6 +88,34 @@ def check_supported(folder: Path) -> tuple[dict, dict]:
     return config, st_config
 
 
+def load_tokenizer(folder: Path, config: dict, st_config: dict):
+    """The model's tokenizers.Tokenizer, truncating at sentence-transformers' max_seq_length, no padding."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(int(st_config.get("max_seq_length") or config["max_position_embeddings"]))
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def tokenize(tokenizer, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(token ids int64, attention mask float32), both [batch, longest], padded with zeros."""
+    encodings = tokenizer.encode_batch(list(texts))
+    length = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), length), dtype=np.int64)
+    mask = np.zeros((len(encodings), length), dtype=np.float32)
+    for row, enc in enumerate(encodings):
+        ids[row, :len(enc.ids)] = enc.ids
+        mask[row, :len(enc.ids)] = 1.0
+    return ids, mask
+
+
+def sorted_batches(texts: Sequence[str], batch_size: int) -> list[np.ndarray]:
+    """Indices of texts in batches of similar length: less padding per batch."""
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    return [order[start:start + batch_size] for start in range(0, len(texts), batch_size)]
+
+
 class NumpyBertEncoder:
     """Same Encoder protocol as SentenceTransformerEncoder; no torch."""
 
@@ -95,7 +123,6 @@ class NumpyBertEncoder:
 
     def __init__(self, folder: str | Path, model_id: str) -> None:
         from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
 
         folder = Path(folder)
         config, st_config = check_supported(folder)
@@ -104,10 +131,7 @@ class NumpyBertEncoder:
         self.heads = int(config["num_attention_heads"])
         self.layers = int(config["num_hidden_layers"])
         self.eps = float(config["layer_norm_eps"])
-        self.max_length = int(st_config.get("max_seq_length") or config["max_position_embeddings"])
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.enable_truncation(self.max_length)
-        self.tokenizer.no_padding()
+        self.tokenizer = load_tokenizer(folder, config, st_config)
         weights = load_file(str(folder / "model.safetensors"))
         self.w = {name.removeprefix("bert."): value for name, value in weights.items()}
         for i in range(self.layers):  # one fused QKV projection per layer: one matmul instead of three
@@ -123,22 +147,16 @@ class NumpyBertEncoder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths share a batch: less padding
-        for start in range(0, len(texts), batch_size):
-            idx = order[start:start + batch_size]
+        done = 0
+        for idx in sorted_batches(texts, batch_size):
             out[idx] = self._encode_batch([texts[i] for i in idx])
+            done += len(idx)
             if progress is not None:
-                progress(min(start + batch_size, len(texts)), len(texts))
+                progress(done, len(texts))
         return out
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(texts)
-        length = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), length), dtype=np.int64)
-        mask = np.zeros((len(texts), length), dtype=np.float32)
-        for row, enc in enumerate(encodings):
-            ids[row, :len(enc.ids)] = enc.ids
-            mask[row, :len(enc.ids)] = 1.0
+        ids, mask = tokenize(self.tokenizer, texts)
         hidden = self._forward(ids, mask)
         pooled = (hidden * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
