@@ -18,6 +18,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 REGISTRIES = ("full", "documented")
 ENCODER_RUNTIMES = ("auto", "onnx", "numpy", "torch")
+INDEX_KINDS = ("flat", "hnsw", "ivf")  # INDEX: exact (default) or approximate FAISS search, core.retrieval.ann
+INDEX_PARAMS = ("HNSW_M", "HNSW_EF_CONSTRUCTION", "HNSW_EF_SEARCH", "IVF_NLIST", "IVF_NPROBE")  # defaults: ann.IndexSpec
 
 
 class DataNotFoundError(RuntimeError):
@@ -55,6 +57,8 @@ class Settings:
     registry: str = "full"
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     encoder_runtime: str = "auto"
+    index: str = "flat"
+    index_params: tuple[tuple[str, int], ...] = ()  # the INDEX_PARAMS that are set, as (name, value)
     llm_backend: str = "offline"
     llm_model: str = ""
     llm_timeout_s: float = 60.0
@@ -87,6 +91,9 @@ class Settings:
         runtime = merged.get("ENCODER_RUNTIME", "auto").strip().lower()
         if runtime not in ENCODER_RUNTIMES:
             raise ValueError(f"ENCODER_RUNTIME must be one of {', '.join(ENCODER_RUNTIMES)}, not {runtime!r}")
+        index = merged.get("INDEX", "flat").strip().lower()
+        if index not in INDEX_KINDS:
+            raise ValueError(f"INDEX must be one of {', '.join(INDEX_KINDS)}, not {index!r}")
         local_model = merged.get("LOCAL_MODEL", "")
         default = declared.default_model(merged)
         return cls(
@@ -94,6 +101,9 @@ class Settings:
             registry=registry,
             embedding_model=merged.get("EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
             encoder_runtime=runtime,
+            index=index,
+            index_params=tuple((name, int(positive_setting(merged, name, "", int, "a whole number")))
+                               for name in INDEX_PARAMS if name in merged),
             llm_backend=backend,
             llm_model=default if declared.fixed_model else (merged.get("LLM_MODEL", "") or default),
             llm_timeout_s=positive_setting(merged, "LLM_TIMEOUT_S", "60", float, "a number of seconds"),

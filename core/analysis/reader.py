@@ -41,6 +41,9 @@ latest complete run counts.
   divergence_not_identical, divergence_disjoint, precision_mean, precision_std, runs (seeds),
   n_queries, gold_share (the subset's gold APIs, both definitions, as a share of the
   sub-registry: every sub-registry holds all of them, so small sizes are mostly gold). `scaling_notes()`: subset, size, note (sizes skipped, with the reason).
+  `distractors(gold)`: scaling's columns for the distractor-scale study, plus synthetic_distractors (0 at the
+  real registry) and registry ("real" or "real + synthetic distractors"): sizes above the real registry are
+  SYNTHETIC (core.retrieval.synthetic) and every view labels them so.
 - `stub_stats()`: subset, queries, share_with_stubs, stubs_per_query, unique_name_rate,
   top1_match_rate, top1_match_rate_relevant, cosine_correct, cosine_incorrect, runs.
   `stub_cosines()`: subset, query_id, stub, cosine, correct (top-1 is api_list gold),
@@ -514,6 +517,15 @@ class ResultsReader:
         gold_apis = {(s, int(z)): (c or {}).get("gold_apis") for s, z, c in zip(runs["subset"], runs["sub_size"],
                                                                                  runs["config"])}
         table["gold_share"] = [(gold_apis.get((s, z)) or math.nan) / z for s, z in zip(table["subset"], table["size"])]
+        return table
+
+    @read_cached
+    def distractors(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
+        runs = self._selected("distractors", backend)
+        table = analysis.scaling_table(self._per_run(runs), gold)
+        added = {int(z): (c or {}).get("synthetic_distractors") for z, c in zip(runs["sub_size"], runs["config"])}
+        table["synthetic_distractors"] = [int(added.get(int(z)) or 0) for z in table["size"]]
+        table["registry"] = np.where(table["synthetic_distractors"] > 0, "real + synthetic distractors", "real")
         return table
 
     @read_cached

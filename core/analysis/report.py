@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from core.analysis import paper as paper_figures
-from core.analysis.tables import HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL, ptr_gain
+from core.analysis.tables import DISTRACTOR_NOTE, HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL, ptr_gain
 from core.analysis.reader import ResultsReader
 from core.analysis.router import ROUTER_NOTE
 from core.data.toolbench import subset_order
@@ -115,6 +115,9 @@ SECTIONS: dict[str, Section] = {
         "paper": paper.get("scaling"),
         "note": "every sub-registry holds all gold APIs of the subset (both definitions); gold_share "
                 "is their share of it, so small sizes with a high gold_share inflate recall"},
+    "distractors": lambda reader, gold, backend, paper: {
+        "title": "Distractor scale (synthetic distractors beyond the real registry; beyond the paper)",
+        "ours": records(reader.distractors(gold, backend)), "paper": None, "note": DISTRACTOR_NOTE},
     "divergence": lambda reader, gold, backend, paper: {
         "title": "Tool-selection divergence (PtR vs RtP top-k sets, full registry)",
         "ours": records(reader.divergence(backend)), "paper": paper.get("divergence_full_registry")},

@@ -458,6 +458,11 @@ def paired_tests(pq: pd.DataFrame) -> pd.DataFrame:
 
 HYBRID_COLUMNS = ["subset", "n", "rtp_recall", "ptr_recall", "hybrid_recall", "hybrid_recall_std", "hybrid_precision",
                   "best_single", "vs_best_single", "p_vs_best", "share_at_least_both"]
+DISTRACTOR_NOTE = ("distractor scale, SYNTHETIC: sizes above the real registry hold all of its real APIs plus "
+                   "synthetic distractor vectors drawn from a local Gaussian mixture of the real embeddings (no text is "
+                   "embedded; core.retrieval.synthetic); exact search; mean ± std over distractor draws. They extend the "
+                   "scaling curve (stratified real sub-registries up to the real registry) and are not measured on "
+                   "real APIs")
 HYBRID_NOTE = ("hybrid: PtR's stored stubs plus the raw query as one more search, each API scored by its best "
                "similarity (PtR's own merge rule), top-k; no extra LLM call. Recall is each query's mean over runs; "
                "hybrid_recall_std is over run means; vs_best_single compares with the better fixed architecture "

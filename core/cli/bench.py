@@ -65,7 +65,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     retriever, info = retriever_for(settings)
     store = Store(url)
     config = {"limit": args.limit, "use_cache": not args.no_cache, "subsets": args.subsets,
-              "encoder_runtime": info.runtime, "temperature": 0.0, **llm_provenance(settings)}
+              "encoder_runtime": info.runtime, "index": info.index, "temperature": 0.0, **llm_provenance(settings)}
     context = BenchContext(store, memoised(retriever), queries, settings, git_commit(), config, resume=args.resume,
                            progress=not args.no_progress, use_cache=not args.no_cache)
     summary: dict = {"db": store.engine.url.render_as_string(hide_password=True), "registry": info.registry,

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from core.retrieval.build_lock import NotifyFn, ProgressFn
 from core.retrieval.discovery import Retriever
 from core.retrieval.embedding import Encoder, SentenceTransformerEncoder, cache_key, canonical_model_id, corpus_embeddings, resolve_model_path
-from core.retrieval.index import VectorIndex
+from core.retrieval.ann import IndexSpec, make_index
 from core.retrieval.artifact import ArtifactError, artifact_name, read_header
 from core.data.registry import Registry
 from core.data.loaders import registry_for
@@ -28,10 +28,12 @@ class IndexInfo:
     registry_hash: str
     source: str  # "artifact" (the shipped vectors), "cache" or "built"
     seconds: float
+    index: dict = field(default_factory=lambda: {"kind": "flat"})  # IndexSpec.to_json(), plus how it was made
 
     def to_json(self) -> dict:
         return {"model": self.model_id, "encoder_runtime": self.runtime, "registry": self.registry, "size": self.size, "dim": self.dim,
-                "registry_hash": self.registry_hash, "source": self.source, "seconds": round(self.seconds, 3)}
+                "registry_hash": self.registry_hash, "source": self.source, "seconds": round(self.seconds, 3),
+                "index": self.index}
 
 
 @lru_cache(maxsize=2)
@@ -91,7 +93,8 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
     builder = (lambda: load_reference_encoder(settings.embedding_model)) if encoder.runtime != reference else None
     vectors, source = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder,
                                         settings.index_dir if use_artifact else None, notify)
-    index = VectorIndex(vectors)
+    spec = IndexSpec.of(settings).for_size(len(vectors))
+    index, made = make_index(spec, vectors, settings.cache_dir)
     info = IndexInfo(encoder.model_id, encoder.runtime, registry.name, len(registry), encoder.dim, registry.content_hash[:16],
-                     source, time.perf_counter() - start)
+                     source, time.perf_counter() - start, {**spec.to_json(), "made": made})
     return Retriever(registry, encoder, index), info

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 MAIN_K = 5
 DEFAULT_RUNS = 4
 KSWEEP_KS = (1, 3, 5, 10, 20)
-SCALING_SIZES: tuple[int | None, ...] = (1000, 2000, 5000, 10000, 20000, None)  # None: the whole registry
+# None: the whole registry. Sizes above it are the distractors study's (the real registry plus synthetic vectors).
+SCALING_SIZES: tuple[int | None, ...] = (1000, 2000, 5000, 10000, 20000, None, 100_000, 200_000, 500_000, 1_000_000)
 SCALING_SEEDS = 5
 
 
@@ -68,9 +69,9 @@ def parse_sizes(text: str) -> list[int | None]:
             out.append(None)
             continue
         try:
-            value = int(part.replace("k", "000"))
+            value = int(part.replace("k", "000").replace("m", "000000"))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"--sizes takes integers or 'full', like 1000,5k,full; not {part!r}") from None
+            raise argparse.ArgumentTypeError(f"--sizes takes integers or 'full', like 1000,5k,full,1m; not {part!r}") from None
         if value < 1:
             raise argparse.ArgumentTypeError("--sizes must be positive")
         out.append(value)
@@ -126,6 +127,11 @@ class Study:
 
 
 K = Param("k", positive, MAIN_K, f"APIs retrieved (default {MAIN_K})")
+SIZES = Param("sizes", parse_sizes, list(SCALING_SIZES),
+              f"registry sizes (default {_sizes_text(SCALING_SIZES)}): up to the real registry, stratified "
+              "sub-registries (scaling); above it, the real registry plus synthetic distractors (distractors)")
+SEEDS = Param("seeds", positive, SCALING_SEEDS,
+              f"sampling seeds or distractor draws per size (default {SCALING_SEEDS}; the real registry runs once)")
 STUDIES: tuple[Study, ...] = (
     Study("main", "RtP vs PtR, R runs, planner included",
           (K, Param("runs", positive, DEFAULT_RUNS, f"runs per architecture (default {DEFAULT_RUNS})"),
@@ -139,8 +145,8 @@ STUDIES: tuple[Study, ...] = (
     Study("hybrid", "stored PtR stubs plus the raw query, merged by best similarity (beyond the paper)", (),
           "core.study.hybrid:bench", ("hybrid",), calls_llm=False, beyond_paper=True),
     Study("scaling", "registry sizes 1k..full x seeds",
-          (K, Param("sizes", parse_sizes, list(SCALING_SIZES), f"sub-registry sizes (default {_sizes_text(SCALING_SIZES)})"),
-           Param("seeds", positive, SCALING_SEEDS,
-                 f"sampling seeds per size (default {SCALING_SEEDS}; the full registry runs once)")),
-          "core.study.scaling:bench", ("scaling",), calls_llm=False),
+          (K, SIZES, SEEDS), "core.study.scaling:bench", ("scaling",), calls_llm=False),
+    Study("distractors", "sizes above the real registry: its APIs plus SYNTHETIC distractor vectors, exact search "
+                         "(beyond the paper)",
+          (K, SIZES, SEEDS), "core.study.distractors:bench", ("distractors",), calls_llm=False, beyond_paper=True),
 )

@@ -1,0 +1,141 @@
+"""Distractor scale (beyond the paper): the scaling study continued past the real registry with SYNTHETIC
+distractor vectors (core.retrieval.synthetic), RtP and PtR by exact search, stubs of main run 0.
+
+Sizes above the real registry are reached by adding distractors to all of its real APIs; the real registry
+itself is the first point (seed 0). Each seed draws its own distractors, nested across sizes. Every run's
+config says "synthetic_distractors" and how they were drawn; the pages label these points synthetic.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.data.toolbench import Query
+from core.progress import progress_bar
+from core.retrieval.batch import ptr_batch, rtp_batch
+from core.retrieval.discovery import Discovery, Retriever, Stub
+from core.retrieval.index import VectorIndex
+from core.retrieval.memo import memoised
+from core.retrieval.synthetic import DistractorModel, DistractorRetriever
+from core.study.catalog import MAIN_K, SCALING_SEEDS, SCALING_SIZES, BenchContext
+from core.study.rows import base_row, by_subset, overlap_fields
+from core.study.runner import insert_run, open_run
+from core.study.scaling import subset_gold_rows
+from core.study.setup import Setup
+from core.study.sources import main_sources, stored_stubs
+from core.study.store import RunSpec, Store
+
+QUERY_CHUNK = 64  # queries per batched search: an exact search of 1M rows scores chunk x 1M at once
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a subset's runs build on: the main study's setup, its RtP and PtR run 0, and that PtR run's stubs."""
+
+    setup: Setup
+    rtp_run: int
+    ptr_run: int
+    stubs: dict[str, tuple[tuple[Stub, ...], bool]]
+
+
+def distractor_sizes(sizes: Sequence[int | None], registry_size: int) -> list[int]:
+    """The real registry, then every requested size above it (smaller sizes are the scaling study's)."""
+    return [registry_size, *sorted({int(s) for s in sizes if s is not None and s > registry_size})]
+
+
+def chunks(items: Sequence[Query], size: int = QUERY_CHUNK) -> Iterator[Sequence[Query]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def run_distractors(store: Store, retriever: Retriever, queries: Sequence[Query], *,
+                    sizes: Sequence[int | None] = SCALING_SIZES, seeds: int = SCALING_SEEDS, k: int = MAIN_K,
+                    resume: bool = False, progress: bool = False, llm_backend: str | None = None,
+                    commit: str | None = None, config: dict[str, Any] | None = None,
+                    fit_seed: int = 0) -> list[int]:
+    """RtP and PtR (stubs of main run 0) on the real registry plus synthetic distractors, exact flat search.
+
+    The mixture is fitted once (seed `fit_seed`); seed s draws distractors with default_rng([s, block]).
+    """
+    retriever = memoised(retriever)
+    n = len(retriever.registry)
+    totals = distractor_sizes(sizes, n)
+    subsets = by_subset(queries)
+    sources: dict[str, Source] = {}
+    for subset, qs in subsets.items():
+        src = main_sources(store, retriever, subset, llm_backend)
+        sources[subset] = Source(Setup.of_run(src.rtp, commit), src.rtp.id, src.ptr[0].id,
+                                 stored_stubs(store, src.ptr[0].id, qs))
+    model: DistractorModel | None = None
+    touched: list[int] = []
+    bar = progress_bar(sum(1 if total == n else seeds for total in totals), "bench distractors", progress)
+    try:
+        for seed in range(seeds):
+            cells = [total for total in totals if seed == 0 or total > n]
+            specs = {(total, subset, arch): sources[subset].setup.spec(
+                         "distractors", arch, subset, k, 0, sub_size=total, sub_seed=seed,
+                         source_run_id=sources[subset].rtp_run if arch == "rtp" else sources[subset].ptr_run)
+                     for total in cells for subset in subsets for arch in ("rtp", "ptr")}
+            pending = sorted({key[0] for key, spec in specs.items() if not (resume and _finished(store, spec))})
+            if pending and pending[-1] > n and model is None:
+                model = DistractorModel.fit(retriever.index.vectors, fit_seed)
+            vectors, parents = (model.extended(pending[-1], seed) if pending and pending[-1] > n and model
+                                else (retriever.index.vectors, None))
+            for total in cells:
+                if total in pending:
+                    drawn = {"distractors": {**model.provenance(), "draw_seed": seed}} if total > n and model else {}
+                    run_config = {**(config or {}), "index": {"kind": "flat"}, "synthetic_distractors": total - n,
+                                  **drawn}
+                    index = VectorIndex(vectors[:total])
+                    view = (retriever.with_index(index) if total == n
+                            else DistractorRetriever(retriever, index, parents))
+                    touched += _write_cell(store, view, subsets, sources, specs, total, resume, run_config)
+                bar.update(1)
+            del vectors, parents
+    finally:
+        bar.close()
+    return touched
+
+
+def _finished(store: Store, spec: RunSpec) -> bool:
+    found = store.find_run(spec)
+    return found is not None and found.status in ("complete", "skipped")
+
+
+def _write_cell(store: Store, view: Retriever, subsets: dict[str, list[Query]], sources: dict[str, Source],
+                specs: dict[tuple[int, str, str], RunSpec], total: int, resume: bool,
+                config: dict[str, Any]) -> list[int]:
+    """Every unfinished run of one registry size: RtP and PtR searched in chunks of queries, rows inserted."""
+    touched = []
+    for subset, qs in subsets.items():
+        setup, stubs = sources[subset].setup, sources[subset].stubs
+        with_stubs = [q for q in qs if q.uid in stubs]
+        opened = {arch: open_run(store, specs[(total, subset, arch)], with_stubs, resume, setup.git_commit,
+                                 {**config, "gold_apis": len(subset_gold_rows(view, qs))})
+                  for arch in ("rtp", "ptr")}
+        if not any(opened.values()):
+            continue
+        k = specs[(total, subset, "rtp")].k
+        found: dict[str, dict[str, Discovery]] = {"rtp": {}, "ptr": {}}
+        for part in chunks(with_stubs):
+            found["rtp"].update(zip((q.uid for q in part), rtp_batch([q.query for q in part], k, view)))
+            found["ptr"].update(zip((q.uid for q in part), ptr_batch([stubs[q.uid][0] for q in part], [k], view)[k]))
+        for arch, got in opened.items():
+            if got is None:
+                continue
+            run_id, todo = got
+            rows = [{**base_row(run_id, q, found[arch][q.uid], with_hits=False),
+                     **(overlap_fields(found["ptr"][q.uid], found["rtp"][q.uid].keys) if arch == "ptr" else {})}
+                    for q in todo]
+            insert_run(store, run_id, rows)
+            touched.append(run_id)
+    return touched
+
+
+def bench(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int | None] = SCALING_SIZES,
+          seeds: int = SCALING_SEEDS) -> list[int]:
+    """The catalog's entry: the configured registry plus distractors, stubs of the configured backend's main run 0."""
+    return run_distractors(context.store, context.retriever, context.queries, sizes=sizes, seeds=seeds, k=k,
+                           resume=context.resume, progress=context.progress,
+                           llm_backend=context.settings.llm_backend, commit=context.commit, config=context.config)
