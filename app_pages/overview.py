@@ -8,6 +8,7 @@ from core.analysis.provenance import provenance, provenance_line
 from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
+from core.study.dburl import shown
 from core.analysis import paper
 from ui import figures, tables
 from ui.safe import md
@@ -77,7 +78,7 @@ def status_table() -> None:
                                "status": [data, registry, settings.embedding_model, index,
                                           settings.backend_label,
                                           f"{status.get('n_complete', 0):,} complete runs ({runs or 'none'}) · "
-                                          f"{status.get('error') or settings.results_url.removeprefix('sqlite:///')}"]}),
+                                          f"{status.get('error') or shown(settings.results_url)}"]}),
                  hide_index=True, width="stretch")
 
 

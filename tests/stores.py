@@ -67,17 +67,21 @@ class PostgresServer:
 
 
 def bin_dir() -> Path:
-    """Where initdb and pg_ctl are: PG_BIN, else the newest /usr/lib/postgresql/<v>/bin, else PATH."""
-    candidates = [Path(os.environ["PG_BIN"])] if os.environ.get("PG_BIN") else []
-    candidates += sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name)
-                         if p.parent.name.isdigit() else 0, reverse=True)
-    on_path = shutil.which("initdb")
-    if on_path:
-        candidates.append(Path(on_path).parent)
+    """Where initdb and pg_ctl are: PG_BIN when set (and only there), else the newest
+    /usr/lib/postgresql/<version>/bin, else PATH."""
+    if os.environ.get("PG_BIN"):
+        candidates = [Path(os.environ["PG_BIN"])]
+    else:
+        versions = [p for p in Path("/usr/lib/postgresql").glob("*/bin") if p.parent.name.isdigit()]
+        candidates = sorted(versions, key=lambda p: int(p.parent.name), reverse=True)
+        on_path = shutil.which("initdb")
+        if on_path:
+            candidates.append(Path(on_path).parent)
     for folder in candidates:
         if (folder / "initdb").is_file() and (folder / "pg_ctl").is_file():
             return folder
-    raise PostgresUnavailable("initdb and pg_ctl were not found (install Debian's postgresql package, or set PG_BIN)")
+    raise PostgresUnavailable(f"initdb and pg_ctl were not found in {', '.join(map(str, candidates)) or 'PATH'} "
+                              "(install Debian's postgresql package, or set PG_BIN)")
 
 
 def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:

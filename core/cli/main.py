@@ -1,6 +1,7 @@
-"""`python -m core`: index, query, eval, perf, pack, llm check, and the studies' bench and report.
+"""`python -m core`: index, query, eval, perf, pack, llm check, the studies' bench and report, and db copy.
 
-Errors a user can fix are printed as one line: exit 2 for bad input, 1 for missing data.
+Errors a user can fix are printed as one line: exit 2 for bad input, 1 for missing data or a results
+database that cannot be opened (named without its password).
 """
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import time
 from collections.abc import Sequence
 
 from core.cli.bench import register as register_bench
+from core.cli.db import register as register_db
 from core.cli.common import Handler, UsageError, add_common, notice, retriever_for, settings_for
 from core.data.toolbench import SUBSETS
 from core.progress import progress_callback
 from core.retrieval.discovery import QueryError, clean_query
 from core.settings import DataNotFoundError, Settings, redact
 from core.study.catalog import parse_ks
+from core.study.dburl import DatabaseUnavailable
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
@@ -221,6 +224,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     handlers["llm"] = cmd_llm
 
     register_bench(sub, handlers)
+    register_db(sub, handlers)
     return parser, handlers
 
 
@@ -240,4 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except DataNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except DatabaseUnavailable as exc:  # SchemaMismatch too
+        print(f"error: {redact(str(exc), settings.secrets() if settings else ())}", file=sys.stderr)
         return 1

@@ -8,9 +8,10 @@ sqlalchemy is imported inside the functions: the CLI imports this module for its
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 from typing import TYPE_CHECKING
+
+from core.settings import redact, url_passwords
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -36,9 +37,12 @@ def normalise(url: str) -> URL:
         raise DatabaseUnavailable(f"the results database URL does not parse; write it as {URL_FORM}") from None
     if parsed.drivername in PLAIN_POSTGRES:
         parsed = parsed.set(drivername=PSYCOPG_DRIVER)
-    if parsed.drivername == PSYCOPG_DRIVER and importlib.util.find_spec("psycopg") is None:
-        raise DatabaseUnavailable("the results database is PostgreSQL, but its driver psycopg is not installed: "
-                                  "run `make setup` (requirements.txt pins psycopg[binary])")
+    if parsed.drivername == PSYCOPG_DRIVER:
+        try:
+            import psycopg  # noqa: F401 - the driver the engine loads; imported here to say what is missing
+        except ImportError:
+            raise DatabaseUnavailable("the results database is PostgreSQL, but its driver psycopg is not installed: "
+                                      "run `make setup` (requirements.txt pins psycopg[binary])") from None
     return parsed
 
 
@@ -56,21 +60,9 @@ def shown(url: str | URL) -> str:
     return parsed.render_as_string(hide_password=True)
 
 
-def passwords(url: str) -> tuple[str, ...]:
-    """The URL's password as written (percent-encoded) and decoded, for redaction; () when it has none."""
-    from urllib.parse import unquote, urlsplit
-
-    try:
-        raw = urlsplit(url).password
-    except ValueError:
-        return ()
-    return tuple(dict.fromkeys(p for p in (raw, unquote(raw or "")) if p))
-
-
 def open_error(url: str, exc: BaseException) -> DatabaseUnavailable:
     """A driver's or SQLAlchemy's failure to reach the database as one line, naming it without its password."""
     detail = " ".join(str(getattr(exc, "orig", None) or exc).split())
     detail = re.sub(r"\(Background on this error at: [^)]*\)", "", detail).strip()
-    for secret in passwords(url):
-        detail = detail.replace(secret, "***")
+    detail = redact(detail, url_passwords(url))
     return DatabaseUnavailable(f"cannot open the results database {shown(url)}: {type(exc).__name__}: {detail}"[:500])

@@ -44,7 +44,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from core.settings import PROJECT_ROOT
 from core.study import migrations
-from core.study.dburl import normalise, open_error, shown
+from core.study.dburl import DatabaseUnavailable, normalise, open_error, shown
 
 SCHEMA_VERSION = len(migrations.MIGRATIONS)  # the migrations this code knows (a database's schema_info.version)
 BUSY_TIMEOUT_MS = 30_000
@@ -71,7 +71,7 @@ class UTCDateTime(TypeDecorator):
         return value.astimezone(UTC).replace(tzinfo=None)
 
 
-class SchemaMismatch(RuntimeError):
+class SchemaMismatch(DatabaseUnavailable):
     """The database is not ours, or newer or older code wrote it; the one-line message says what to do."""
 
 

@@ -1,0 +1,170 @@
+"""SQLite and PostgreSQL hold and give back the same: one small bench (real CLI processes, the app's tiny data)
+and its `report --json` on both, `db copy` both ways, and the strings PostgreSQL would refuse, stored alike.
+report and db copy run in this process, through the CLI's own entry point."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from core.analysis.reader import ResultsReader
+from core.cli.main import main
+from core.settings import PROJECT_ROOT
+from core.study.db_copy import copy_runs
+from core.study.store import TRUNCATED, RunSpec, Store
+from tests.helpers import SCRUBBED, write_data
+from tests.stores import PostgresServer, query
+
+BENCH = ("bench", "all", "--subsets", "G1_instruction,G2_instruction", "--runs", "2", "--k", "3", "--ks", "1,3,5",
+         "--sizes", "6,full", "--seeds", "2", "--no-progress")
+BENCH_TIMES = ("created", "first_started", "last_finished")  # when a store was made and benched
+NAIVE_TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?"  # ISO, no offset: naive UTC
+
+
+def bench(env: dict[str, str], url: str) -> None:
+    out = subprocess.run([sys.executable, "-m", "core", *BENCH, "--db", url], cwd=PROJECT_ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """stdout of `python -m core ARGS`, run here."""
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert code == 0, err[-2000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def benched(tmp_path_factory: pytest.TempPathFactory, pg_server: PostgresServer) -> dict[str, str]:
+    """{store: URL}: the same bench run by the CLI into a SQLite file and a PostgreSQL database."""
+    folder = tmp_path_factory.mktemp("stores")
+    env = {**{k: v for k, v in os.environ.items() if k not in SCRUBBED and k != "DATABASE_URL"},
+           "TOOLBENCH_DATA": str(write_data(folder / "toolbench")), "CACHE_DIR": str(folder / "cache"),
+           "INDEX_DIR": str(folder / "index"), "LLM_BACKEND": "offline", "REGISTRY": "full"}
+    urls = {"sqlite": f"sqlite:///{folder / 'results.sqlite'}", "postgresql": pg_server.new_database()}
+    for url in urls.values():
+        bench(env, url)
+    return urls
+
+
+def report(capsys: pytest.CaptureFixture[str], url: str, *without: str) -> str:
+    """`report --json` of a store, re-serialised in its own key order with the named status fields left out."""
+    parsed = json.loads(cli(capsys, "report", "--json", "--db", url))
+    assert parsed["status"]["available"] and parsed["status"]["error"] is None
+    for name in without:
+        parsed["status"].pop(name)
+    return json.dumps(parsed, ensure_ascii=False)
+
+
+def rows_per_run(url: str) -> list[int]:
+    """Each finished run's row count, in run order."""
+    return [n for _, n in query(url, "SELECT runs.id, COUNT(query_results.id) FROM runs LEFT JOIN query_results "
+                                     "ON query_results.run_id = runs.id WHERE runs.status IN ('complete', 'skipped') "
+                                     "GROUP BY runs.id ORDER BY runs.id")]
+
+
+def test_the_same_bench_reports_the_same_on_both_stores(benched: dict[str, str],
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    urls = benched
+    full = {store: json.loads(report(capsys, url)) for store, url in urls.items()}
+    for parsed in full.values():  # times as naive UTC on both, never in the PostgreSQL session's zone
+        assert all(re.fullmatch(NAIVE_TIME, parsed["status"][name]) for name in BENCH_TIMES), parsed["status"]
+        assert parsed["status"]["kinds"]["main"] == 8 and parsed["status"]["kinds"]["ksweep"] == 18  # every study
+    assert report(capsys, urls["sqlite"], *BENCH_TIMES) == report(capsys, urls["postgresql"], *BENCH_TIMES)
+    assert rows_per_run(urls["sqlite"]) == rows_per_run(urls["postgresql"])
+
+
+def test_db_copy_both_ways_keeps_every_run_and_reads_the_same(benched: dict[str, str], pg_server: PostgresServer,
+                                                              tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SQLite -> PostgreSQL -> SQLite: every finished run with its rows, the report unchanged (times included: they
+    are the same runs), and a second copy adds nothing."""
+    original = benched["sqlite"]
+    n_runs = len(rows_per_run(original))
+    there, back = pg_server.new_database(), f"sqlite:///{tmp_path / 'back.sqlite'}"
+    for src, dst in ((original, there), (there, back)):
+        copied = json.loads(cli(capsys, "db", "copy", src, dst, "--json"))
+        assert len(copied["copied"]) == n_runs and copied["already_there"] == [] and copied["left_out"] == []
+        assert [run["rows"] for run in copied["copied"]] == rows_per_run(src) == rows_per_run(dst)
+        assert copied["rows"] == sum(rows_per_run(original))
+        assert report(capsys, dst, "created") == report(capsys, original, "created")
+        again = json.loads(cli(capsys, "db", "copy", src, dst, "--json"))
+        assert again["copied"] == [] and len(again["already_there"]) == n_runs
+        assert rows_per_run(dst) == rows_per_run(src)
+    assert "copied 0 run(s)" in cli(capsys, "db", "copy", there, back)
+
+
+def spec(**changes: object) -> RunSpec:
+    base = dict(kind="main", arch="rtp", subset="G1_instruction", k=5, run_index=0, registry_name="small",
+                registry_size=10, registry_hash="abc", embedding_model="fake", llm_backend="offline",
+                llm_model="offline-heuristic", backend_label="offline heuristic, not an LLM",
+                discovery_prompt_version="d1", planner_prompt_version="p1")
+    return RunSpec(**{**base, **changes})
+
+
+def row(run_id: int, i: int, **changes: object) -> dict:
+    return {"run_id": run_id, "query_uid": f"G1_instruction:{i}", "subset": "G1_instruction", "query_id": i, "k": 5,
+            "recall_api_list": 0.5, **changes}
+
+
+def test_copy_leaves_unfinished_runs_out_and_maps_source_runs(new_store: Callable[[str], str]) -> None:
+    """A running run (and the run built on it) stays behind; a k sweep's source run points at DST's copy."""
+    src_url, dst_url = new_store("sqlite"), new_store("postgresql")
+    src = Store(src_url)
+    main = src.start_run(spec(), 2, "c")
+    src.add_results([row(main, 1), row(main, 2)])
+    src.finish_run(main)
+    sweep = src.start_run(spec(kind="ksweep", k=3, source_run_id=main), 2, "c")
+    src.add_results([row(sweep, 1, k=3)])
+    src.finish_run(sweep)
+    running = src.start_run(spec(arch="ptr"), 2, "c")
+    src.add_results([row(running, 1)])
+    built_on_running = src.start_run(spec(kind="ksweep", arch="ptr", k=3, source_run_id=running), 0, "c",
+                                     status="skipped")
+    src.close()
+    Store(dst_url).close()
+    query(dst_url, "INSERT INTO runs (kind, arch, subset, k, run_index, registry_name, registry_size, registry_hash, "
+                   "embedding_model, llm_backend, llm_model, backend_label, discovery_prompt_version, "
+                   "planner_prompt_version, git_commit, n_queries, status, config, started_at) VALUES ('other', 'rtp', "
+                   "'G1_instruction', 5, 0, 'x', 1, 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 0, 'complete', '{}', "
+                   "'2026-01-01 00:00:00+00')")  # DST's own run: its id 1 is taken, so ids shift
+    done = copy_runs(src_url, dst_url)
+    assert [run.source_id for run in done.copied] == [main, sweep] and [run.rows for run in done.copied] == [2, 1]
+    assert done.left_out == (running, built_on_running) and done.already_there == ()
+    target = {run.id: run for run in Store(dst_url).runs()}
+    main_copy, sweep_copy = (target[run.target_id] for run in done.copied)
+    assert main_copy.id != main and sweep_copy.spec.source_run_id == main_copy.id
+    assert copy_runs(src_url, dst_url).already_there == (main, sweep)
+    with pytest.raises(ValueError, match="the same database"):
+        copy_runs(dst_url, dst_url)
+
+
+def test_strings_postgresql_refuses_are_stored_alike_on_both(db_url: str) -> None:
+    """NUL characters are dropped everywhere (JSON too) and a string longer than its column is cut with a marker,
+    on both stores, and the uncut spec still finds its run."""
+    long_model = "m" * 250
+    stored_model = "m" * (200 - len(TRUNCATED)) + TRUNCATED
+    asked = spec(llm_model=long_model, backend_label="label\x00end")
+    store = Store(db_url)
+    run_id = store.start_run(asked, 1, "abc\x00123", {"limit\x00": "a\x00b"})
+    store.add_results([row(run_id, 1, stub_error="stub\x00failed", error="Value\x00Error",
+                           hits=[{"tool_name": "T\x00", "api_name": "a\x00b", "score": 0.5}])])
+    store.finish_run(run_id, "complete", "resumed\x00 once")
+    found = store.find_run(asked)
+    assert found is not None and found.id == run_id
+    assert found.spec.llm_model == stored_model and len(found.spec.llm_model) == 200
+    assert found.spec.backend_label == "labelend" and found.git_commit == "abc123" and found.note == "resumed once"
+    assert store.latest_complete("main", "rtp", "G1_instruction", llm_model=long_model)[0].id == run_id
+    assert store.results(run_id, ("query_uid", "stub_error", "error", "hits")) == [
+        {"query_uid": "G1_instruction:1", "stub_error": "stubfailed", "error": "ValueError",
+         "hits": [{"tool_name": "T", "api_name": "ab", "score": 0.5}]}]
+    assert ResultsReader(db_url).runs()["config"].tolist() == [{"limit": "ab"}]
+    assert query(db_url, "SELECT llm_model, backend_label, git_commit FROM runs") == [(stored_model, "labelend", "abc123")]
+    store.close()
