@@ -1,9 +1,18 @@
-"""Backend for any OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama, llama.cpp)."""
+"""Backend for any OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama, llama.cpp), or a pool of them.
+
+OPENAI_BASE_URL may list several servers of the same model, comma-separated (e.g. one vLLM server per
+GPU): calls go to them in turn, one call each, so a study's `--concurrency` calls in flight are spread
+evenly, and a retry goes to the next server. Every server is recorded in the run's provenance, without
+credentials.
+"""
 from __future__ import annotations
 
+import itertools
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
@@ -14,8 +23,22 @@ from core.settings import Settings
 PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, but the SDK insists on one
 
 
+def server_urls(base_url: str) -> list[str]:
+    """The servers named in OPENAI_BASE_URL: one URL, or several separated by commas."""
+    return [url.strip() for url in base_url.split(",") if url.strip()]
+
+
+def public_url(url: str) -> str:
+    """The URL without user, password, query or fragment: what provenance may show."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 class OpenAICompatClient:
-    """`LLMClient` over `openai` chat.completions with SDK retries off so `retry.py` decides."""
+    """`LLMClient` over `openai` chat.completions with SDK retries off so `retry.py` decides; one SDK client per
+    server in `base_url` (comma-separated), taken in turn, one call (attempt) each."""
 
     backend = "openai"
 
@@ -33,20 +56,31 @@ class OpenAICompatClient:
             raise ValueError("OpenAICompatClient needs a model name (set LLM_MODEL or OPENAI_MODEL)")
         self.model = model
         self.base_url = base_url
-        self.identity = base_url or ""  # in the call cache's key: the same model name on another server is another model
+        # In the call cache's key: the same model name on another server is another model (a pool is one).
+        self.identity = base_url or ""
         self._secrets = (api_key,) if api_key else ()
         self._policy = RetryPolicy(max_attempts=max_attempts)
         self._sleep = sleep
         self._max_tokens = max_tokens  # a bound on the reply; None leaves it to the server
-        self._client = openai.OpenAI(
-            base_url=base_url or None,
-            api_key=api_key or PLACEHOLDER_KEY,
-            timeout=timeout_s,
-            max_retries=0,
-        )
+        self._clients = [openai.OpenAI(base_url=url, api_key=api_key or PLACEHOLDER_KEY, timeout=timeout_s,
+                                       max_retries=0) for url in (server_urls(base_url) or [None])]
+        self._turn = itertools.count()
+        self._turn_lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"OpenAICompatClient(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAICompatClient(model={self.model!r}, servers={self.servers!r})"
+
+    @property
+    def servers(self) -> list[str]:
+        return [public_url(str(client.base_url)) for client in self._clients]
+
+    def provenance(self) -> dict[str, Any]:
+        """What every stored run of this backend records: the servers its calls went to, in turn."""
+        return {"servers": self.servers, "routing": "round-robin per call" if len(self._clients) > 1 else "single"}
+
+    def _next_client(self) -> openai.OpenAI:
+        with self._turn_lock:
+            return self._clients[next(self._turn) % len(self._clients)]
 
     def generate(
         self, prompt: str, *, schema: dict[str, Any] | None = None, temperature: float = 0.0
@@ -62,7 +96,7 @@ class OpenAICompatClient:
         if self._max_tokens is not None:
             extra["max_tokens"] = self._max_tokens
         try:
-            response = self._client.chat.completions.create(
+            response = self._next_client().chat.completions.create(
                 model=self.model,
                 messages=[{"role": "user", "content": prompt}],
                 temperature=temperature,
@@ -104,7 +138,7 @@ class OpenAICompatClient:
 
 def client_from_settings(settings: Settings) -> OpenAICompatClient:
     """The openai backend's client (core.backends); LLMUnavailable without a server URL."""
-    if not settings.openai_base_url:
-        raise LLMUnavailable("LLM_BACKEND=openai needs OPENAI_BASE_URL")
+    if not server_urls(settings.openai_base_url):
+        raise LLMUnavailable("LLM_BACKEND=openai needs OPENAI_BASE_URL (one URL, or several separated by commas)")
     return OpenAICompatClient(settings.openai_base_url, settings.llm_model, api_key=settings.openai_api_key,
                               timeout_s=settings.llm_timeout_s)
