@@ -15,11 +15,12 @@ import pytest
 
 from core.analysis.reader import ResultsReader
 from core.cli.main import main
-from core.settings import PROJECT_ROOT
+from core.settings import PROJECT_ROOT, Settings
 from core.study.db_copy import copy_runs
 from core.study.store import TRUNCATED, RunSpec, Store
 from tests.helpers import SCRUBBED, write_data
 from tests.stores import PostgresServer, query
+from ui.resources import db_version
 
 BENCH = ("bench", "all", "--subsets", "G1_instruction,G2_instruction", "--runs", "2", "--k", "3", "--ks", "1,3,5",
          "--sizes", "6,full", "--seeds", "2", "--no-progress")
@@ -167,4 +168,18 @@ def test_strings_postgresql_refuses_are_stored_alike_on_both(db_url: str) -> Non
          "hits": [{"tool_name": "T", "api_name": "ab", "score": 0.5}]}]
     assert ResultsReader(db_url).runs()["config"].tolist() == [{"limit": "ab"}]
     assert query(db_url, "SELECT llm_model, backend_label, git_commit FROM runs") == [(stored_model, "labelend", "abc123")]
+    store.close()
+
+
+def test_the_app_charts_follow_a_postgresql_store(pg_server: PostgresServer) -> None:
+    """PostgreSQL has no file whose time changes: the charts' cache key is its complete runs, so a finished bench
+    shows on the next page load there too."""
+    url = pg_server.new_database()
+    settings = Settings.from_env(env={"DATABASE_URL": url, "LLM_BACKEND": "offline"})
+    store = Store(url)
+    assert db_version(settings) == ()
+    run_id = store.start_run(spec(), 0, "c")
+    assert db_version(settings) == ()
+    store.finish_run(run_id)
+    assert db_version(settings) == (run_id,)
     store.close()

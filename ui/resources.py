@@ -60,11 +60,12 @@ def results(settings: Settings) -> ResultsReader:
     return _reader(settings.results_url)
 
 
-def db_version(url: str) -> float:
-    """Modification time of the SQLite file and its WAL: changes whenever a benchmark writes."""
-    path = sqlite_path(url)
+def db_version(settings: Settings) -> float | tuple[int, ...]:
+    """What changes whenever a benchmark writes: the modification time of the SQLite file and its WAL, or for
+    any other store (PostgreSQL) the ids of its complete runs."""
+    path = sqlite_path(settings.results_url)
     if path is None:
-        return 0.0
+        return results(settings).complete_run_ids()
     stamps = [p.stat().st_mtime for p in (path, path.with_name(path.name + "-wal")) if p.exists()]
     return max(stamps, default=0.0)
 
@@ -172,7 +173,7 @@ def registry_frame(settings: Settings) -> pd.DataFrame:
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _figure(url: str, version: float, key: tuple, subtitle: str, _build: Callable[[], go.Figure]) -> go.Figure:
+def _figure(url: str, version: float | tuple[int, ...], key: tuple, subtitle: str, _build: Callable[[], go.Figure]) -> go.Figure:
     fig = _build()
     if subtitle:
         fig.update_layout(title_subtitle_text=plot_text(subtitle, 200), title_subtitle_font={"size": 11, "color": "#666"})
@@ -187,4 +188,4 @@ def db_figure(settings: Settings, key: tuple, build: Callable[[], go.Figure], so
     Figures are shared across sessions and must not be mutated after building.
     """
     url = settings.results_url
-    return _figure(url, db_version(url), key, provenance_line(source) if source else "", build)
+    return _figure(url, db_version(settings), key, provenance_line(source) if source else "", build)

@@ -262,6 +262,12 @@ class ResultsReader:
         runs = self._runs_frame()
         return bool((runs["status"] == "complete").any())
 
+    def complete_run_ids(self) -> tuple[int, ...]:
+        """The complete runs' ids, re-read when the store changed: what every table is computed from, so a
+        cache keyed on them (the app's charts on PostgreSQL, which has no file to stat) is fresh."""
+        runs = self._runs_frame()
+        return tuple(int(i) for i in runs.loc[runs["status"] == "complete", "id"])
+
     def status(self) -> dict[str, Any]:
         engine, error = self._check()
         runs = self._runs_frame()
