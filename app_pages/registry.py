@@ -1,6 +1,7 @@
 """Registry: search the APIs by words or by meaning, see the categories, and draw a query's neighbourhood on a map.
 
-Every control is bound to the URL (?reg_search=, ?reg_mode=, ?reg_doc=, ?reg_cat=, ?q=), so a search is a link.
+Every control is bound to the URL (?reg_tab=, ?reg_search=, ?reg_mode=, ?reg_doc=, ?reg_cat=, ?q=), so a search
+is a link.
 """
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ except DataNotFoundError as exc:
     error(exc)
     st.stop()
 
-search, categories = st.tabs(["Search", "Categories"])
-with search:
+
+def search_tab() -> None:
+    """Words or meaning, filtered by document source and category; at most SHOWN_ROWS rows reach the browser."""
     line = st.columns([3, 2])
     text = line[0].text_input("Search tool, API name or description", key="reg_search", bind="query-params",
                               placeholder="e.g. weather, currency, instagram")
@@ -63,13 +65,24 @@ with search:
     st.dataframe(found.head(SHOWN_ROWS), hide_index=True, width="stretch",
                  column_config={"description": st.column_config.TextColumn("description", width="large"),
                                 "cosine": st.column_config.NumberColumn("cosine", format="%.3f")})
-with categories:
+
+
+def categories_tab() -> None:
+    """APIs per category."""
     counts = frame["category"].value_counts().rename_axis("category").reset_index(name="apis")
     chart, table = st.columns([3, 2])
     chart.plotly_chart(figures.category_bars(counts), width="stretch")
     table.dataframe(counts, hide_index=True, width="stretch")
     unknown = int(counts.loc[counts["category"] == UNKNOWN_CATEGORY, "apis"].sum())
     table.caption(f"{len(counts):,} categories; {unknown:,} APIs without one count as {UNKNOWN_CATEGORY}.")
+
+
+# Only the open tab runs (?reg_tab= names it), so a first visit does not also build the other tab's chart.
+for tab, render in zip(st.tabs(["Search", "Categories"], key="reg_tab", bind="query-params"),
+                       (search_tab, categories_tab)):
+    if tab.open:
+        with tab:
+            render()
 
 st.subheader("The embedding space")
 retriever = index_gate(settings)

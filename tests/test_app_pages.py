@@ -332,7 +332,11 @@ def test_registry_page_search_categories_and_map(app_env, index_ready) -> None:
     assert at.text_input(key="q").value == "Find hotels and the weather"
     kinds = set(at.dataframe[-1].value["kind"])
     assert kinds >= {"query", "stub", "rtp", "ptr"}
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 1  # the map: the Categories tab runs only when it is open
+    cats = page("app_pages/registry.py", {"reg_tab": "Categories"})
+    no_exception(cats)
+    assert len(cats.get("plotly_chart")) == 2
+    assert any(c.value.startswith(f"{len({a.category for a in APIS})} categories") for c in cats.caption)
 
 
 def test_documented_registry_choice_reaches_the_pages(app_env, index_ready) -> None:
