@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -74,7 +75,8 @@ def measure(n_queries: int, latency_s: float, concurrency: int) -> dict:
     calls = 3 * n_queries  # RtP: planner; PtR: stubs + planner
     ideal = calls * latency_s / concurrency
     return {"concurrency": concurrency, "queries": n_queries, "llm_calls": calls, "latency_s": latency_s,
-            "rows": rows, "ideal_s": ideal, "wall_s": wall, "ratio": wall / ideal, "ok": wall / ideal <= TARGET_RATIO}
+            "rows": rows, "ideal_s": ideal, "wall_s": wall, "ratio": wall / ideal, "ok": wall / ideal <= TARGET_RATIO,
+            "load_1min": os.getloadavg()[0]}
 
 
 def main() -> int:
@@ -88,10 +90,11 @@ def main() -> int:
     if args.json:
         print(json.dumps(results, indent=1))
     else:
-        print(f"{'C':>4} {'calls':>6} {'L (s)':>6} {'N*L/C (s)':>10} {'wall (s)':>9} {'ratio':>6}  <= {TARGET_RATIO}")
+        print(f"{'C':>4} {'calls':>6} {'L (s)':>6} {'N*L/C (s)':>10} {'wall (s)':>9} {'ratio':>6}  <= {TARGET_RATIO}"
+              f"  load")
         for r in results:
             print(f"{r['concurrency']:>4} {r['llm_calls']:>6} {r['latency_s']:>6.3f} {r['ideal_s']:>10.3f} "
-                  f"{r['wall_s']:>9.3f} {r['ratio']:>6.3f}  {'ok' if r['ok'] else 'SLOW'}")
+                  f"{r['wall_s']:>9.3f} {r['ratio']:>6.3f}  {'ok' if r['ok'] else 'SLOW':<6}{r['load_1min']:.2f}")
     return 0 if all(r["ok"] for r in results) else 1
 
 

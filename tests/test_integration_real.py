@@ -36,11 +36,11 @@ def test_real_model_vectors_and_cache(real_setup) -> None:
     settings, retriever, info, _ = real_setup
     assert info.model_id == "sentence-transformers/all-MiniLM-L6-v2" and info.dim == 384
     assert info.size == SUB_REGISTRY_SIZE and info.source == "built"
-    # Queries go through the numpy forward pass; sentence-transformers built the corpus: same vectors.
-    assert info.runtime == "numpy"
+    # Queries go through ONNX Runtime (the default); sentence-transformers built the corpus: same vectors.
+    assert info.runtime == "onnx"
     rows = list(range(0, SUB_REGISTRY_SIZE, 40))
-    again_by_numpy = retriever.encode([retriever.registry.documents[r] for r in rows])
-    assert np.abs(again_by_numpy - retriever.corpus_vectors[rows]).max() < 1e-5
+    again_by_onnx = retriever.encode([retriever.registry.documents[r] for r in rows])
+    assert np.abs(again_by_onnx - retriever.corpus_vectors[rows]).max() < 1e-5
     again, info2 = build_retriever(settings, encoder=retriever.encoder, registry=retriever.registry)
     assert info2.source == "cache"  # a second start computes nothing
 
