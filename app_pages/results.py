@@ -16,7 +16,7 @@ from core.settings import DataNotFoundError
 from core.analysis import tables as analysis, router
 from core.data.toolbench import subset_order
 from core.study import catalog
-from core.analysis import paper
+from core.analysis import index_scale, paper
 from ui import figures, tables
 from ui.safe import md
 from ui.page_settings import current_settings
@@ -114,6 +114,37 @@ def scaling_tab() -> None:
         if isinstance(notes, pd.DataFrame) and len(notes):
             st.caption("Sizes skipped:")
             st.dataframe(notes, hide_index=True)
+    beyond_the_registry(scale if isinstance(scale, pd.DataFrame) else pd.DataFrame(columns=["subset", "size"]))
+
+
+def beyond_the_registry(scale: pd.DataFrame) -> None:
+    """The curve continued with SYNTHETIC distractors (the distractors study) and the index benchmark's table."""
+    st.subheader("Beyond the real registry: distractor scale (synthetic)")
+    far = safe_read(settings, ResultsReader.distractors, gold=gold, backend=backend)
+    if far is not None:
+        st.plotly_chart(db_figure(settings, ("distractors", gold, backend), lambda: figures.distractor_scale(
+            scale, far, paper.scaling_divergence_points(ref)), source), width="stretch")
+        st.caption(md(analysis.DISTRACTOR_NOTE, 500))
+        st.dataframe(far, hide_index=True, width="stretch")
+        download_buttons(far, f"distractors_{gold}", source)
+    report = index_scale.load_index_scale(settings.root)
+    if report is None:
+        st.info("No index benchmark stored yet: run `python -m core index-scale` (heavy: about half an hour).")
+        return
+    st.markdown("**Exact vs approximate search** (flat: exact; hnsw, ivf: FAISS, `INDEX=` setting), "
+                "real registry and synthetic distractor scale")
+    table = index_scale.index_table(report)
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.caption(md(index_scale.caption(report), 900))
+    fields = index_scale.provenance_fields(report)
+    download_buttons(table, "index_scale", fields)
+    with st.expander("Search-time parameter sweeps and the distractors' distribution check"):
+        sweep = index_scale.sweep_table(report)
+        st.dataframe(sweep, hide_index=True, width="stretch")
+        download_buttons(sweep, "index_scale_sweep", fields)
+        st.dataframe(index_scale.evidence_table(report), hide_index=True, width="stretch")
+        st.caption("Cosine quantiles of real and synthetic vectors and the two-sample KS statistic "
+                   "(0: identical distributions).")
 
 
 def per_query_tab() -> None:
@@ -309,7 +340,8 @@ def leaderboard_tab() -> None:
 TABS = {"Main table": main_tab, "k sweep": ksweep_tab, "Scaling": scaling_tab, "Per query": per_query_tab,
         "Beyond the paper": beyond_tab, "Leaderboard": leaderboard_tab, "Token cost": cost_tab, "Planner": planner_tab,
         "Runs": runs_tab}
-STUDY_TABS = {"main": "Main table", "ksweep": "k sweep", "scaling": "Scaling", "hybrid": "Beyond the paper"}
+STUDY_TABS = {"main": "Main table", "ksweep": "k sweep", "scaling": "Scaling", "hybrid": "Beyond the paper",
+              "distractors": "Scaling"}
 TABS.update({s.name: study_tab(s) for s in catalog.STUDIES if s.name not in STUDY_TABS})
 # Only the open tab runs and is sent to the browser (8 tabs of charts made warm loads slow); ?tab= in the
 # URL names it, so a tab can be shared.

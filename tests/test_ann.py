@@ -49,6 +49,10 @@ def test_recall_against_brute_force_and_scores_are_exact(data, spec: IndexSpec) 
     assert (np.diff(scores, axis=1) <= 1e-7).all()  # best first
     single = np.stack([index.search(q, 10)[1] for q in queries[:20]])
     np.testing.assert_array_equal(single, rows[:20])
+    # The search-time parameter goes with every call: a one-wide search of the same index recalls less.
+    narrow = index.with_search(**{"hnsw_ef_search" if spec.kind == "hnsw" else "ivf_nprobe": 1})
+    assert recall(narrow.batch_search(queries, 10)[1], truth) < recall(rows, truth) - 0.02
+    assert recall(index.batch_search(queries, 10)[1], truth) == recall(rows, truth)
 
 
 def test_ivf_probing_every_list_is_exact_with_ties_by_row() -> None:

@@ -170,7 +170,9 @@ SUBSET_COLORS = ("#444444", "#e377c2", "#17becf", "#8c564b", "#bcbd22", "#7f7f7f
 
 
 def _size_text(size: int) -> str:
-    """Registry sizes as axis ticks: 1,000 -> "1k", 47,038 -> "47k"."""
+    """Registry sizes as axis ticks: 1,000 -> "1k", 47,038 -> "47k", 1,000,000 -> "1M"."""
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:g}M"
     return f"{size / 1000:.0f}k" if size >= 1000 else str(size)
 
 
@@ -214,6 +216,64 @@ def scaling(df: pd.DataFrame, paper_divergence: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(rangemode="tozero", row=1, col=1)
     fig.update_yaxes(range=[0, 1.05], row=2, col=1)
     return _layout(fig, title, 720, legend_below=True)
+
+
+def distractor_scale(real: pd.DataFrame, far: pd.DataFrame, paper_divergence: pd.DataFrame) -> go.Figure:
+    """The scaling curve continued past the real registry: real sub-registries (solid, filled) up to it, then the
+    real registry plus SYNTHETIC distractors (dashed, open markers, shaded), recall on top and divergence below,
+    beside the paper's G1 divergence at 1k and 47k."""
+    title = "Distractor scale: recall beyond the real registry (SYNTHETIC distractors past it)"
+    synthetic = far[far["synthetic_distractors"] > 0] if len(far) else far
+    if synthetic.empty:
+        return empty(title, "No distractor-scale results yet: run `python -m core bench distractors`.")
+    real_size = int(far.loc[far["synthetic_distractors"] == 0, "size"].max()
+                    if (far["synthetic_distractors"] == 0).any() else synthetic["size"].min())
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=("recall (mean ± std over seeds or distractor draws)",
+                                        "divergence: share of queries whose top-k sets differ"))
+    dashes = ["solid", "dash", "dot", "dashdot"]
+    for i, subset in enumerate(subset_order(synthetic["subset"])):
+        mine = far[far["subset"] == subset]
+        ours = real[(real["subset"] == subset) & (real["size"] <= real_size)] if len(real) else real
+        for arch in ("rtp", "ptr"):
+            for part, kind, symbol, line_dash in (
+                    (ours[ours["arch"] == arch] if len(ours) else ours, "real sub-registries", "circle", dashes[i % 4]),
+                    (mine[mine["arch"] == arch], "real + synthetic distractors", "circle-open", "dash")):
+                part = part.sort_values("size")
+                if part.empty:
+                    continue
+                fig.add_trace(go.Scatter(
+                    x=part["size"], y=part["recall_mean"], name=f"{subset} {ARCH_NAMES[arch]}, {kind}",
+                    mode="lines+markers", line={"color": ARCH_COLORS[arch], "dash": line_dash},
+                    marker={"symbol": symbol, "size": 9},
+                    error_y={"type": "data", "array": part["recall_std"].fillna(0.0), "visible": True},
+                    hovertemplate=f"{subset} {ARCH_NAMES[arch]} ({kind})<br>size %{{x:,}}<br>recall %{{y:.3f}}"
+                                  "<extra></extra>"), row=1, col=1)
+        div = mine.dropna(subset=["divergence_not_identical"]).drop_duplicates("size").sort_values("size")
+        if len(div):
+            fig.add_trace(go.Scatter(
+                x=div["size"], y=div["divergence_not_identical"], name=f"{subset} divergence (synthetic past 47k)",
+                mode="lines+markers", line={"color": SUBSET_COLORS[i % len(SUBSET_COLORS)], "dash": "dash"},
+                marker={"symbol": "circle-open", "size": 9},
+                hovertemplate=subset + "<br>size %{x:,}<br>not identical %{y:.2f}<extra></extra>"), row=2, col=1)
+    if len(paper_divergence):
+        fig.add_trace(go.Scatter(
+            x=paper_divergence["size"], y=paper_divergence["divergence"], name="G1 divergence (paper, 1k-47k)",
+            mode="markers", marker={"symbol": "diamond-open", "size": 12, "color": "#111"},
+            hovertemplate="paper G1<br>size %{x:,}<br>%{y:.2f}<extra></extra>"), row=2, col=1)
+    top = int(synthetic["size"].max())
+    for row in (1, 2):
+        fig.add_vrect(x0=real_size, x1=top * 1.15, fillcolor="#999", opacity=0.12, line_width=0, row=row, col=1)
+    fig.add_annotation(x=math.log10(math.sqrt(real_size * top)), y=1.0, yref="y domain", showarrow=False,
+                       text="SYNTHETIC distractors", font={"color": "#555"}, row=1, col=1)
+    sizes = sorted({int(v) for v in (real["size"] if len(real) else [])} | {int(v) for v in far["size"]}
+                   | {int(v) for v in paper_divergence.get("size", [])})
+    fig.update_xaxes(type="log", tickvals=sizes, ticktext=[_size_text(v) for v in sizes], minor={"showgrid": False})
+    fig.update_xaxes(title="registry size (APIs; past the real registry: real + synthetic distractor vectors)",
+                     row=2, col=1)
+    fig.update_yaxes(rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(range=[0, 1.05], row=2, col=1)
+    return _layout(fig, title, 760, legend_below=True)
 
 
 def per_query_scatter(df: pd.DataFrame, seed: int = 0) -> go.Figure:

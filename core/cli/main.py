@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 
 from core.cli.bench import register as register_bench
+from core.cli.index_scale import register as register_index_scale
 from core.cli.db import register as register_db
 from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_value, k_values, notice, retriever_for,
                              settings_for)
@@ -227,6 +228,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     handlers["llm"] = cmd_llm
 
     register_bench(sub, handlers)
+    register_index_scale(sub, handlers)
     register_db(sub, handlers)
     return parser, handlers
 
