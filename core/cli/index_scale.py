@@ -99,7 +99,8 @@ def measure(kind: str, spec_json: dict[str, Any], vectors_path: str, queries_pat
     if kind in SWEEPS:
         name, values = SWEEPS[kind]
         out["sweep"] = []
-        for value in sorted({*values, getattr(index.spec, name)}):
+        limit = index.spec.ivf_nlist if kind == "ivf" else None  # nprobe cannot exceed the lists
+        for value in sorted(v for v in {*values, getattr(index.spec, name)} if limit is None or v <= limit):
             variant = index.with_search(**{name: value})
             lat = latencies_ms(variant, queries)
             out["sweep"].append({name: value, "p50_ms": round(float(np.median(lat)), 3),
