@@ -165,8 +165,8 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
         raise ValueError(f"gold must be one of {', '.join(GOLD_NOTES)}")
     paper = paper_figures.load_paper() if paper is None else paper
     setup = reader.setup(backend)
-    if reader.main_table(gold, backend).empty:
-        failed = reader.status().get("failed_rows", 0)
+    failed = reader.status().get("failed_rows", 0)
+    if failed and reader.main_table(gold, backend).empty:
         raise NoUsableRows(f"the complete runs hold no usable row ({failed:,} failed rows, e.g. an LLM outage): "
                            "rerun the study with `python -m core bench <study> --resume` once the LLM answers")
     sections = {name: (SECTIONS[name] if name in SECTIONS else _study_section(study))(reader, gold, backend, paper)
