@@ -1,6 +1,7 @@
 """VectorIndex against a brute-force numpy reference, on both prefilters (float32 BLAS and int8)."""
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 import core.retrieval.prefilter
 from core.retrieval.index import VectorIndex
 from core.retrieval.prefilter import CHUNK, FloatScores, Int8Scores, make_scores
+from core.settings import PROJECT_ROOT
 
 
 def unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -145,3 +147,25 @@ def test_rejects_unnormalised_vectors() -> None:
 def test_rejects_bad_k() -> None:
     with pytest.raises(ValueError):
         VectorIndex(np.eye(3, dtype=np.float32)).search(np.eye(3, dtype=np.float32)[0], 0)
+
+
+def test_the_prefilter_graph_is_valid_onnx_without_importing_onnx() -> None:
+    """core.retrieval.onnx_proto writes the bytes by hand; onnx's own parser and checker accept them."""
+    import onnx
+
+    codes = np.arange(-6, 6, dtype=np.int8).reshape(3, 4)
+    parsed = onnx.load_from_string(core.retrieval.prefilter._matmul_integer_model(codes, 2))
+    onnx.checker.check_model(parsed, full_check=True)
+    assert [n.op_type for n in parsed.graph.node] == ["MatMulInteger", "Reshape", "ReduceMax"]
+    assert parsed.graph.node[2].attribute[0].name == "keepdims" and parsed.graph.node[2].attribute[0].i == 0
+    np.testing.assert_array_equal(onnx.numpy_helper.to_array(parsed.graph.initializer[0]), codes)
+    dims = [[d.dim_param or d.dim_value for d in o.type.tensor_type.shape.dim] for o in parsed.graph.output]
+    assert dims == [["n", 4], ["n", 2]]
+
+
+def test_building_an_index_imports_no_onnx() -> None:
+    code = ("import sys, numpy as np; import core.retrieval.prefilter as p; from core.retrieval.index import VectorIndex; "
+            "p.INT8_MIN_ROWS = 0; x = np.eye(8, dtype=np.float32); i = VectorIndex(x); print(type(i._prefilter).__name__, "
+            "i.search(x[3], 1)[1].tolist(), 'onnx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["Int8Scores", "[3]", "False"]

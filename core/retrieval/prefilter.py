@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from core.retrieval import onnx_proto
+
 # Any cosine the index reports is float32(its float64 dot): within 2**-24 relative of the real one.
 # The bound adds this much on top, far above that rounding and above float32 BLAS round-off too.
 ROUNDING = 1e-5
@@ -98,22 +100,19 @@ class Int8Scores:
 
 def _matmul_integer_model(codes_t: np.ndarray, chunk: int) -> bytes:
     """uint8 queries (zero point 128) x the constant int8 matrix -> int32 dots, and their maxima per chunk."""
-    from onnx import TensorProto, helper, numpy_helper
-
     dim, size = codes_t.shape
-    nodes = [helper.make_node("MatMulInteger", ["q", "codes", "zero"], ["dots"]),
-             helper.make_node("Reshape", ["dots", "chunked"], ["blocks"]),
-             helper.make_node("ReduceMax", ["blocks", "last"], ["maxima"], keepdims=0)]
-    constants = [numpy_helper.from_array(codes_t, "codes"), numpy_helper.from_array(np.array(128, np.uint8), "zero"),
-                 numpy_helper.from_array(np.array([0, size // chunk, chunk], np.int64), "chunked"),
-                 numpy_helper.from_array(np.array([2], np.int64), "last")]
-    graph = helper.make_graph(
-        nodes, "int8_scores", [helper.make_tensor_value_info("q", TensorProto.UINT8, ["n", dim])],
-        [helper.make_tensor_value_info("dots", TensorProto.INT32, ["n", size]),
-         helper.make_tensor_value_info("maxima", TensorProto.INT32, ["n", size // chunk])], constants)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    model.ir_version = 9
-    return model.SerializeToString()
+    return onnx_proto.model(
+        "int8_scores",
+        [onnx_proto.node("MatMulInteger", ["q", "codes", "zero"], ["dots"]),
+         onnx_proto.node("Reshape", ["dots", "chunked"], ["blocks"]),
+         onnx_proto.node("ReduceMax", ["blocks", "last"], ["maxima"], keepdims=0)],
+        [onnx_proto.tensor("codes", codes_t), onnx_proto.tensor("zero", np.array(128, np.uint8)),
+         onnx_proto.tensor("chunked", np.array([0, size // chunk, chunk], np.int64)),
+         onnx_proto.tensor("last", np.array([2], np.int64))],
+        [onnx_proto.value_info("q", np.uint8, ["n", dim])],
+        [onnx_proto.value_info("dots", np.int32, ["n", size]),
+         onnx_proto.value_info("maxima", np.int32, ["n", size // chunk])],
+        opset=18)
 
 
 def make_scores(vectors: np.ndarray) -> FloatScores | Int8Scores:
