@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.settings import DataNotFoundError, Settings
-from core.data.toolbench import load_queries, load_registry
+from core.data.toolbench import DataUnreadable, load_queries, load_registry
 from tests.helpers import write_official_layout
 
 
@@ -36,7 +36,7 @@ def test_compact_loader(tmp_path: Path) -> None:
 
 def test_corrupt_jsonl_names_the_line(tmp_path: Path) -> None:
     (tmp_path / "registry.jsonl").write_text('{"tool_name": "a", "api_name": "b"}\n{oops\n')
-    with pytest.raises(ValueError, match="line 2"):
+    with pytest.raises(DataUnreadable, match="line 2 is not valid JSON"):
         load_registry(tmp_path, "documented")
 
 
