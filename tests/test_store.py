@@ -164,8 +164,8 @@ def test_reading_while_a_writer_commits_raises_no_lock_error(db_url: str) -> Non
     thread.start()
     reads = 0
     try:
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + 60  # a bound, not a timing: the loop ends on counts (a busy machine reads slowly)
+        while (reads < 5 or store.count_results(run_id) <= 10) and time.monotonic() < deadline:
             reader = ResultsReader(url)
             assert reader.available()
             reader.runs()
@@ -177,7 +177,7 @@ def test_reading_while_a_writer_commits_raises_no_lock_error(db_url: str) -> Non
         stop.set()
         thread.join(10)
     assert not errors, errors
-    assert reads > 3 and store.count_results(run_id) > 10
+    assert reads >= 5 and store.count_results(run_id) > 10
 
 
 def test_packed_database_unpacks_on_first_read(url: str) -> None:
