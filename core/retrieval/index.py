@@ -1,11 +1,12 @@
 """Exact inner-product search over L2-normalised vectors, ties broken by row (lower first).
 
-Why not faiss.IndexFlatIP (which this replaced): its batch path (20+ queries) calls the OpenBLAS
-0.3.15 bundled in the faiss wheel, an AVX2 "Zen" kernel, on blocks of 1,024 registry rows, each
-block followed by a heap update, under an OpenMP team whose threads spin between blocks: 143 ms
-for 100 queries, against 27 ms for numpy's AVX-512 GEMM alone; its single-query scan reads the
-whole 72 MB float32 matrix (2.7 ms on one thread, 6.5 ms when a second spinning OpenMP thread
-competes for the second core).
+Why not faiss.IndexFlatIP (which this replaced): in faiss-cpu 1.15 distance_compute_blas_threshold is
+128,000 queries, so a study's batch never reaches its BLAS path: each query runs the SIMD scan on its
+own, re-reading the whole 72 MB float32 matrix (larger than the 32 MB L3) from memory, 100 queries
+= 7.2 GB of traffic: 181 ms against 44 ms for numpy's single GEMM (same run; k and the BLAS block
+size changed nothing, confirming no GEMM ran). A single query is that scan, memory-bound: 2.7-3.7 ms
+on one OpenMP thread, 6.5-7 ms on two when the other core is busy (the team waits for its slower
+thread); OMP_WAIT_POLICY=PASSIVE did not help (231 ms, 8.7 ms in the run after).
 
 Here a cheap score with a proven error bound (core.retrieval.prefilter: int8, 18 MB) picks the
 candidates and only they are scored exactly. Candidates are the rows whose cheap score is within
