@@ -344,3 +344,33 @@ def test_documented_registry_choice_reaches_the_pages(app_env, index_ready) -> N
     no_exception(at)
     assert "documented registry" in markdown_everywhere(at)
 
+
+
+def test_scaling_tab_shows_the_distractor_scale_and_the_index_table(app_env) -> None:
+    """The distractors study (labelled synthetic) beside the real scaling curve, and the committed index benchmark
+    (data/index_scale.json) with its sweeps and the distractors' distribution check."""
+    from core.data.registry import Registry
+    from core.retrieval.discovery import Retriever
+    from core.retrieval.index import VectorIndex
+    from core.study.distractors import run_distractors
+    from tests.helpers import APIS, FakeEncoder
+
+    encoder = FakeEncoder()
+    retriever = Retriever(Registry("full", APIS), encoder, VectorIndex(encoder.encode([a.document for a in APIS])))
+    store = Store(app_env["DATABASE_URL"])
+    run_distractors(store, retriever, QUERIES, sizes=(len(APIS) + 30,), seeds=2, k=MAIN_K, commit="test")
+    store.close()
+    at = page("app_pages/results.py", {"tab": "Scaling"})
+    no_exception(at)
+    [far] = [d.value for d in at.dataframe if "synthetic_distractors" in d.value.columns]
+    assert set(far["registry"]) == {"real", "real + synthetic distractors"}
+    assert set(far.loc[far["registry"] != "real", "runs"]) == {2}
+    [index] = [d.value for d in at.dataframe if "batch_qps" in d.value.columns]
+    assert set(index["index"]) == {"flat", "hnsw", "ivf"}
+    assert index["registry"].str.contains("synthetic distractors").any() and (index["registry"] == "real").any()
+    assert index["recall_at_5_vs_exact"].between(0, 1).all() and (index["p50_ms"] > 0).all()
+    assert (index.loc[index["index"] == "flat", "recall_at_5_vs_exact"] == 1.0).all()
+    assert any("hnsw_ef_search" in set(d.value.get("parameter", [])) for d in at.dataframe)
+    assert "SYNTHETIC" in markdown_everywhere(at)
+    figures_json = [chart.proto.spec for chart in at.get("plotly_chart")]
+    assert any("SYNTHETIC distractors" in spec for spec in figures_json)

@@ -225,7 +225,8 @@ def distractor_scale(real: pd.DataFrame, far: pd.DataFrame, paper_divergence: pd
     title = "Distractor scale: recall beyond the real registry (SYNTHETIC distractors past it)"
     synthetic = far[far["synthetic_distractors"] > 0] if len(far) else far
     if synthetic.empty:
-        return empty(title, "No distractor-scale results yet: run `python -m core bench distractors`.")
+        return empty(title, "No distractor-scale runs for this setup: `python -m core bench distractors`<br>"
+                            "(the committed ones reuse the offline heuristic's stubs: pick it under Runs of backend)")
     real_size = int(far.loc[far["synthetic_distractors"] == 0, "size"].max()
                     if (far["synthetic_distractors"] == 0).any() else synthetic["size"].min())
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
