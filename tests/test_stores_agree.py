@@ -4,13 +4,16 @@ report and db copy run in this process, through the CLI's own entry point."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import re
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from core.analysis.reader import ResultsReader
@@ -19,7 +22,7 @@ from core.settings import PROJECT_ROOT, Settings
 from core.study.db_copy import copy_runs
 from core.study.store import TRUNCATED, RunSpec, Store
 from tests.helpers import SCRUBBED, write_data
-from tests.stores import PostgresServer, query
+from tests.stores import STORES, PostgresServer, query
 from ui.resources import db_version
 
 BENCH = ("bench", "all", "--subsets", "G1_instruction,G2_instruction", "--runs", "2", "--k", "3", "--ks", "1,3,5",
@@ -183,3 +186,25 @@ def test_the_app_charts_follow_a_postgresql_store(pg_server: PostgresServer) -> 
     store.finish_run(run_id)
     assert db_version(settings) == (run_id,)
     store.close()
+
+
+def test_run_means_are_the_same_bits_on_both_stores(new_store: Callable[[str], str]) -> None:
+    """Two runs' rows written interleaved, as the runner commits them: PostgreSQL's AVG adds a run's values in
+    another order than SQLite's and differs in the last bits; the reader's exact means do not."""
+    rng = random.Random(14)
+    values = {arch: [rng.random() for _ in range(300)] for arch in ("rtp", "ptr")}
+    tables = []
+    for kind in STORES:
+        url = new_store(kind)
+        store = Store(url)
+        ids = {arch: store.start_run(spec(arch=arch), 300, "c") for arch in values}
+        store.add_results([row(ids[arch], i, recall_api_list=values[arch][i], precision_api_list=values[arch][i] / 5)
+                           for i in range(300) for arch in values])
+        for run_id in ids.values():
+            store.finish_run(run_id)
+        store.close()
+        tables.append(ResultsReader(url).main_table())
+    pd.testing.assert_frame_equal(tables[0], tables[1], check_exact=True)
+    recall = tables[0].set_index("metric").loc["recall"]
+    assert abs(recall["rtp_mean"] - math.fsum(values["rtp"]) / 300) < 2 ** -40
+    assert abs(recall["ptr_mean"] - math.fsum(values["ptr"]) / 300) < 2 ** -40

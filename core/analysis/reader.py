@@ -87,11 +87,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Float, Text, and_, case, cast, func, null, select, type_coerce
+from sqlalchemy import BigInteger, Float, Text, and_, case, cast, func, null, select, type_coerce
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.functions import FunctionElement
 
 from core.analysis.provenance import provenance
 from core.analysis import tables as analysis, router
@@ -123,6 +126,37 @@ def _as_share(condition: ColumnElement, column: ColumnElement) -> ColumnElement:
     """1.0 where condition holds, else 0.0, NULL where the column is NULL: averages to a share (PostgreSQL
     cannot AVG booleans)."""
     return case((column.is_(None), null()), (condition, 1.0), else_=0.0)
+
+
+# Run means of these per-query values in [0, 1] are exact: each value is summed as a whole number of 2^-48
+# (truncated, the same integer on every store), so SQLite and PostgreSQL give the same bits, whatever order or
+# algorithm their AVG uses (they differ in the last bits otherwise). SQLite's 64-bit integer sum holds 32,767
+# rows per run; the other means are of 0/1 shares and whole numbers, which both stores sum exactly.
+EXACT_MEANS = (*GOLD_SCORES, "plan_fidelity", "plan_selection_rate")
+FIXED_POINT_BITS = 48
+
+
+class FixedPoint(FunctionElement):
+    """A value times 2^FIXED_POINT_BITS, truncated to an integer."""
+
+    type = BigInteger()
+    inherit_cache = True
+    name = "fixed_point"
+
+
+@compiles(FixedPoint)
+def _fixed_point_sqlite(element: FixedPoint, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"CAST(({compiler.process(element.clauses, **kw)}) * {2 ** FIXED_POINT_BITS}.0 AS INTEGER)"  # truncates
+
+
+@compiles(FixedPoint, "postgresql")
+def _fixed_point_postgresql(element: FixedPoint, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"CAST(trunc(({compiler.process(element.clauses, **kw)}) * {2 ** FIXED_POINT_BITS}.0) AS BIGINT)"
+
+
+def _exact_mean(total: Any, n: int) -> float:
+    """The mean of n values summed as fixed point (the store hands the sum back as int or Decimal)."""
+    return int(total) / (n << FIXED_POINT_BITS) if n else float("nan")
 
 
 # Per-run means the aggregate tables need, as SQL expressions: the SQL twins of analysis.run_means over
@@ -340,7 +374,9 @@ class ResultsReader:
         if engine is not None and ids:
             selected = [type_coerce(getattr(QueryResult, c), Text) if c in JSON_COLUMNS else getattr(QueryResult, c)
                         for c in columns]
-            query = select(QueryResult.run_id, *selected).where(QueryResult.run_id.in_(ids), QueryResult.error.is_(None))
+            # In the order they were stored, on every store: the tables' sums then add them up alike.
+            query = (select(QueryResult.run_id, *selected)
+                     .where(QueryResult.run_id.in_(ids), QueryResult.error.is_(None)).order_by(QueryResult.id))
             with engine.connect() as conn:
                 data = conn.execute(query).all()
         names = ["run_id", *columns]
@@ -370,13 +406,20 @@ class ResultsReader:
         means = {**RUN_MEANS, **(trajectory_means(gold) if gold else {})}
         engine = self._connect()
         data: list = []
+        exact = [name for name in means if name in EXACT_MEANS]
         if engine is not None and ids:
-            query = (select(QueryResult.run_id, *(cast(func.avg(expr), Float).label(name)
-                                                  for name, expr in means.items()), func.count().label("n"))
+            query = (select(QueryResult.run_id, *(func.sum(FixedPoint(expr)) if name in exact else
+                                                  cast(func.avg(expr), Float) for name, expr in means.items()),
+                            func.count().label("n"), *(func.count(means[name]) for name in exact))
                      .where(QueryResult.run_id.in_(ids), QueryResult.error.is_(None)).group_by(QueryResult.run_id))
             with engine.connect() as conn:
                 data = [tuple(r) for r in conn.execute(query).all()]
-        frame = pd.DataFrame(data, columns=["run_id", *means, "n"])
+        counts = [f"{name}__n" for name in exact]
+        frame = pd.DataFrame(data, columns=["run_id", *means, "n", *counts], dtype=object)
+        for name, count in zip(exact, counts):
+            frame[name] = [_exact_mean(total, n) for total, n in zip(frame[name], frame[count])]
+        frame = frame.drop(columns=counts)
+        frame[["run_id", "n"]] = frame[["run_id", "n"]].astype(int)
         for name in means:
             frame[name] = frame[name].astype(float)
         meta = runs[["id", "subset", "arch", "k", "run_index", "sub_size", "sub_seed"]].rename(columns={"id": "run_id"})
