@@ -232,14 +232,14 @@ def distractor_scale(real: pd.DataFrame, far: pd.DataFrame, paper_divergence: pd
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("recall (mean ± std over seeds or distractor draws)",
                                         "divergence: share of queries whose top-k sets differ"))
-    dashes = ["solid", "dash", "dot", "dashdot"]
+    dashes = ["solid", "dash", "dashdot"]  # per subset for real sizes; "dot" marks the synthetic ones
     for i, subset in enumerate(subset_order(synthetic["subset"])):
         mine = far[far["subset"] == subset]
         ours = real[(real["subset"] == subset) & (real["size"] <= real_size)] if len(real) else real
         for arch in ("rtp", "ptr"):
             for part, kind, symbol, line_dash in (
-                    (ours[ours["arch"] == arch] if len(ours) else ours, "real sub-registries", "circle", dashes[i % 4]),
-                    (mine[mine["arch"] == arch], "real + synthetic distractors", "circle-open", "dash")):
+                    (ours[ours["arch"] == arch] if len(ours) else ours, "real sub-registries", "circle", dashes[i % 3]),
+                    (mine[mine["arch"] == arch], "real + synthetic distractors", "circle-open", "dot")):
                 part = part.sort_values("size")
                 if part.empty:
                     continue
@@ -250,13 +250,17 @@ def distractor_scale(real: pd.DataFrame, far: pd.DataFrame, paper_divergence: pd
                     error_y={"type": "data", "array": part["recall_std"].fillna(0.0), "visible": True},
                     hovertemplate=f"{subset} {ARCH_NAMES[arch]} ({kind})<br>size %{{x:,}}<br>recall %{{y:.3f}}"
                                   "<extra></extra>"), row=1, col=1)
-        div = mine.dropna(subset=["divergence_not_identical"]).drop_duplicates("size").sort_values("size")
-        if len(div):
-            fig.add_trace(go.Scatter(
-                x=div["size"], y=div["divergence_not_identical"], name=f"{subset} divergence (synthetic past 47k)",
-                mode="lines+markers", line={"color": SUBSET_COLORS[i % len(SUBSET_COLORS)], "dash": "dash"},
-                marker={"symbol": "circle-open", "size": 9},
-                hovertemplate=subset + "<br>size %{x:,}<br>not identical %{y:.2f}<extra></extra>"), row=2, col=1)
+        for part, kind, symbol, line_dash in ((ours, "real sub-registries", "circle", dashes[i % 3]),
+                                              (mine, "real + synthetic distractors", "circle-open", "dot")):
+            div = (part.dropna(subset=["divergence_not_identical"]).drop_duplicates("size").sort_values("size")
+                   if len(part) else part)
+            if len(div):
+                fig.add_trace(go.Scatter(
+                    x=div["size"], y=div["divergence_not_identical"], name=f"{subset} divergence, {kind}",
+                    mode="lines+markers", line={"color": SUBSET_COLORS[i % len(SUBSET_COLORS)], "dash": line_dash},
+                    marker={"symbol": symbol, "size": 9},
+                    hovertemplate=f"{subset} ({kind})<br>size %{{x:,}}<br>not identical %{{y:.2f}}<extra></extra>"),
+                    row=2, col=1)
     if len(paper_divergence):
         fig.add_trace(go.Scatter(
             x=paper_divergence["size"], y=paper_divergence["divergence"], name="G1 divergence (paper, 1k-47k)",
@@ -267,8 +271,7 @@ def distractor_scale(real: pd.DataFrame, far: pd.DataFrame, paper_divergence: pd
         fig.add_vrect(x0=real_size, x1=top * 1.15, fillcolor="#999", opacity=0.12, line_width=0, row=row, col=1)
     fig.add_annotation(x=math.log10(math.sqrt(real_size * top)), y=1.0, yref="y domain", showarrow=False,
                        text="SYNTHETIC distractors", font={"color": "#555"}, row=1, col=1)
-    sizes = sorted({int(v) for v in (real["size"] if len(real) else [])} | {int(v) for v in far["size"]}
-                   | {int(v) for v in paper_divergence.get("size", [])})
+    sizes = sorted({int(v) for v in (real["size"] if len(real) else [])} | {int(v) for v in far["size"]})
     fig.update_xaxes(type="log", tickvals=sizes, ticktext=[_size_text(v) for v in sizes], minor={"showgrid": False})
     fig.update_xaxes(title="registry size (APIs; past the real registry: real + synthetic distractor vectors)",
                      row=2, col=1)
