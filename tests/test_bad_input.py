@@ -68,8 +68,9 @@ CASES = [
     Case("query-k-not-a-number", ("query", "hotels", "--k", "five"), ("--k", "'five'")),
     Case("eval-k-100000", ("eval", "--k", "5,100000"), ("--k", "1 to 100", "100000")),
     Case("eval-k-0", ("eval", "--k", "0"), ("--k", "positive")),
-    Case("bench-k-100000", ("bench", "main", "--k", "100000"), ("--k", "1 to 100")),
-    Case("bench-ks-100000", ("bench", "ksweep", "--ks", "1,100000"), ("--ks", "1 to 100")),
+    Case("bench-k-100000", ("bench", "main", "--k", "100000", "--subsets", "G1_instruction", "--limit", "1"),
+         ("--k", "1 to 100")),
+    Case("bench-ks-100000", bench("--ks", "1,100000"), ("--ks", "1 to 100")),
     # numeric settings
     Case("LLM_TIMEOUT_S-abc", ("query", "hotels"), ("LLM_TIMEOUT_S must be a number of seconds > 0, not 'abc'",),
          {"LLM_TIMEOUT_S": "abc"}),
@@ -147,6 +148,8 @@ CASES = [
     Case("eval-unknown-subset-before-the-registry", ("eval", "--subset", "G9_nothing"), ("Unknown subset",
                                                                                           "G9_nothing"),
          data=UNREADABLE_REGISTRY),
+    Case("bench-foreign-database", bench(), ("foreign.sqlite", "not a Tool Discovery Lab"),
+         {"DATABASE_URL": "sqlite:///{tmp}/foreign.sqlite"}, code=1),
 ]
 
 ALREADY_CLEAN = [
@@ -160,8 +163,6 @@ ALREADY_CLEAN = [
          data="{tmp}/empty"),
     Case("TOOLBENCH_DATA-missing", ("index",), ("No ToolBench data", "TOOLBENCH_DATA"), code=1, data="{tmp}/nowhere"),
     Case("pack-missing-database", ("pack", "--db", "sqlite:///{tmp}/nowhere.sqlite"), ("existing SQLite",)),
-    Case("bench-foreign-database", bench(), ("foreign.sqlite", "not a Tool Discovery Lab"),
-         {"DATABASE_URL": "sqlite:///{tmp}/foreign.sqlite"}, code=1),
 ]
 
 
