@@ -103,3 +103,29 @@ def test_reader_and_report_label_the_synthetic_sizes(study) -> None:
     section = build_report(ResultsReader(url), "api_list", paper={})["sections"]["distractors"]
     assert "synthetic" in section["title"] and "SYNTHETIC" in section["note"]
     assert {row["size"] for row in section["ours"]} == {n, n + 40}
+
+
+@pytest.mark.slow
+def test_bench_distractors_through_the_cli_records_the_index(tiny_env: dict[str, str], monkeypatch, capsys) -> None:
+    """`bench distractors` after `bench main`: sizes at or below the registry are the scaling study's (only the
+    real registry runs here), and every run's config names the configured index; INDEX=hnsw is recorded too."""
+    import json
+
+    from core.cli.main import main
+
+    common = ["--subsets", "G1_instruction,G2_instruction", "--no-progress", "--json"]
+    assert main(["bench", "main", "--runs", "1", *common]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("INDEX", "hnsw")
+    assert main(["bench", "distractors", "--sizes", "5,full,40", "--seeds", "2", *common]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["distractors"]["runs"] == 2 * 2 * (1 + 2)  # subsets x archs x (real once + 1 size x 2 draws)
+    runs = ResultsReader(tiny_env["DATABASE_URL"]).runs()
+    mains, far = runs[runs["kind"] == "main"], runs[runs["kind"] == "distractors"]
+    assert all(c["index"] == {"kind": "flat", "made": "exact"} for c in mains["config"])
+    assert all(c["index"] == {"kind": "flat"} for c in far["config"])  # the curves are exact search, always
+    assert sorted(set(far["sub_size"])) == [10, 40]
+    assert main(["bench", "scaling", "--sizes", "5,full", "--seeds", "1", *common]) == 0
+    runs = ResultsReader(tiny_env["DATABASE_URL"]).runs()
+    hnsw = runs[runs["kind"] == "scaling"]["config"].iloc[0]["index"]
+    assert hnsw["kind"] == "hnsw" and hnsw["hnsw_ef_search"] == 1024
