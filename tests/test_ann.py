@@ -1,6 +1,8 @@
 """Approximate indexes (HNSW, IVF) against brute force, their rows mapping, caching and parameter checks."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -120,7 +122,8 @@ def test_params_and_provenance_name_only_the_kind_used() -> None:
     assert IndexSpec().to_json() == {"kind": "flat"}
     assert IndexSpec("hnsw", hnsw_m=8, hnsw_ef_construction=20, hnsw_ef_search=30).to_json() == {
         "kind": "hnsw", "hnsw_m": 8, "hnsw_ef_construction": 20, "hnsw_ef_search": 30}
-    assert IndexSpec("ivf", ivf_nlist=10, ivf_nprobe=3).slug() == "ivf-nlist10-nprobe3"
+    assert IndexSpec("ivf", ivf_nlist=10, ivf_nprobe=3).slug() == "ivf-nlist10"
+    assert IndexSpec("hnsw", hnsw_m=8, hnsw_ef_construction=20).slug() == "hnsw-m8-ef_construction20"
 
 
 def test_ann_indexes_are_cached_by_vectors_and_parameters(data, tmp_path) -> None:
@@ -131,8 +134,10 @@ def test_ann_indexes_are_cached_by_vectors_and_parameters(data, tmp_path) -> Non
     again, made = make_index(spec, vectors, tmp_path)
     assert made == "cache"
     np.testing.assert_array_equal(again.batch_search(queries, 5)[1], first.batch_search(queries, 5)[1])
+    wider, made = make_index(replace(spec, hnsw_ef_search=200), vectors, tmp_path)
+    assert made == "cache" and wider.spec.hnsw_ef_search == 200  # a search-time parameter: the same file
     _, made = make_index(IndexSpec("hnsw", hnsw_m=12, hnsw_ef_construction=32), vectors, tmp_path)
-    assert made == "built"  # other parameters, another file
+    assert made == "built"  # other build parameters, another file
     _, made = make_index(spec, vectors[:-1], tmp_path)
     assert made == "built"  # other vectors, another file
     cache_path(tmp_path, spec, vectors).write_bytes(b"not a faiss index")

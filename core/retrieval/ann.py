@@ -26,6 +26,7 @@ TIE_MARGIN = 16
 MIN_POINTS_PER_LIST = 39  # FAISS warns below 39 training points per IVF list
 TRAIN_POINTS_PER_LIST = 64  # IVF trains on at most this many points per list (FAISS default 256): 256k at 1M
 SEED = 1234
+SEARCH_TIME = ("hnsw_ef_search", "ivf_nprobe")  # parameters of a search, not of the built structure
 
 
 class SearchIndex(Protocol):
@@ -99,7 +100,10 @@ class IndexSpec:
         return {"kind": self.kind, **self.params()}
 
     def slug(self) -> str:
-        return "-".join([self.kind, *(f"{k.split('_', 1)[1]}{v}" for k, v in self.params().items())])
+        """The build-time parameters as a file-name part: efSearch and nprobe apply at search time, so a cached
+        index serves any value of them."""
+        built = {k: v for k, v in self.params().items() if k not in SEARCH_TIME}
+        return "-".join([self.kind, *(f"{k.split('_', 1)[1]}{v}" for k, v in built.items())])
 
 
 class AnnIndex:
