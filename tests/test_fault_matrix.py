@@ -201,3 +201,4 @@ def test_an_outage_then_resume_redoes_the_failed_rows(settings_for, tmp_path: Pa
     assert len(rows) == 2 * len(queries) and not any(r["error"] for r in rows)
     assert not any(r["stub_fallback"] for r in rows if r["stub_fallback"] is not None)
     assert reader.runs()["note"].isna().all()
+

@@ -120,3 +120,11 @@ def test_match_selections_exact_then_normalised() -> None:
         (" Weather", "forecast"), ("IP Lookup", "ip info"))
     plan = Plan(("a/b", "Weather/forecast"), ((" Weather", "forecast"),), (), None, 5, "x", "m", "v")
     assert plan.fidelity == 0.5 and plan.selection_rate == 0.2 and plan.apis_named == 2
+
+
+@pytest.mark.parametrize("k", [0, 101])
+def test_a_library_call_refuses_k_outside_1_to_max_k(k: int) -> None:
+    from core.retrieval.discovery import QueryError
+
+    with pytest.raises(QueryError, match="k must be from 1 to 100"):
+        inspect_query("find hotels in Paris", k, make_retriever(), Settings())

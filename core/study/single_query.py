@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from core.study import metrics
-from core.retrieval.discovery import Discovery, Retriever, clean_query, hybrid_retrieve, ptr_retrieve, rtp
+from core.retrieval.discovery import (Discovery, Retriever, check_k, clean_query, hybrid_retrieve, ptr_retrieve,
+                                      rtp)
 from core.agents.factory import Agents, make_agents
 from core.agents.llm import LLMUnavailable
 from core.agents.llm.budget import within_budget
@@ -43,8 +44,7 @@ def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, a
     run at all: no key, no model); they never stop RtP from showing.
     """
     query = clean_query(text)
-    if k < 1:
-        raise ValueError("k must be at least 1")
+    check_k(k)
     out: dict = {"query": query, "k": k}
     want_plans = archs == "all" if plans is None else plans
     if (want_plans or archs == "ptr") and agents is None:
