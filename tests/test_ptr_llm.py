@@ -125,6 +125,7 @@ def test_match_selections_exact_then_normalised() -> None:
 @pytest.mark.parametrize("k", [0, 101])
 def test_a_library_call_refuses_k_outside_1_to_max_k(k: int) -> None:
     from core.retrieval.discovery import QueryError
+    from tests.helpers import make_retriever
 
     with pytest.raises(QueryError, match="k must be from 1 to 100"):
         inspect_query("find hotels in Paris", k, make_retriever(), Settings())
