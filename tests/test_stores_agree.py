@@ -208,3 +208,17 @@ def test_run_means_are_the_same_bits_on_both_stores(new_store: Callable[[str], s
     recall = tables[0].set_index("metric").loc["recall"]
     assert abs(recall["rtp_mean"] - math.fsum(values["rtp"]) / 300) < 2 ** -40
     assert abs(recall["ptr_mean"] - math.fsum(values["ptr"]) / 300) < 2 ** -40
+
+
+def test_run_means_are_exact(db_url: str) -> None:
+    """Ten recalls of 0.1 mean 0.1, not the 0.09999999999999999 that adding them up in floating point gives."""
+    assert sum([0.1] * 10) / 10 != 0.1
+    store = Store(db_url)
+    for arch in ("rtp", "ptr"):
+        run_id = store.start_run(spec(arch=arch), 10, "c")
+        store.add_results([row(run_id, i, recall_api_list=0.1, precision_api_list=0.7) for i in range(10)])
+        store.finish_run(run_id)
+    store.close()
+    means = ResultsReader(db_url).main_table().set_index("metric")
+    assert means.loc["recall", "rtp_mean"] == means.loc["recall", "ptr_mean"] == 0.1
+    assert means.loc["precision", "rtp_mean"] == 0.7

@@ -87,15 +87,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import BigInteger, Float, Text, and_, case, cast, func, null, select, type_coerce
+from sqlalchemy import Float, Text, and_, case, cast, func, null, select, type_coerce
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.sql.functions import FunctionElement
 
+from core.analysis.exact_mean import LIMBS, exact_mean, exact_sums
 from core.analysis.provenance import provenance
 from core.analysis import tables as analysis, router
 from core.study.dburl import DatabaseUnavailable, open_error
@@ -113,6 +111,7 @@ BOOL_COLUMNS = {"same_as_rtp", "plan_pass_api_list", "plan_pass_relevant", "stub
 JSON_COLUMNS = {"hits", "stubs", "plan", "plan_matched"}
 TEXT_COLUMNS = {"subset", "query_uid", "error", "stub_error"}
 GOLD_SCORES = ("recall_api_list", "precision_api_list", "recall_relevant", "precision_relevant")
+FRACTIONS = {*GOLD_SCORES, "plan_fidelity", "plan_selection_rate"}  # per-query values in [0, 1]
 PER_QUERY_SOURCE = ("subset", "query_id", *GOLD_SCORES, "same_as_rtp")
 STUB_SOURCE = ("subset", "query_id", "stub_fallback", "stubs")
 JACCARD_SOURCE = ("subset", "query_id", "plan_matched")
@@ -128,39 +127,10 @@ def _as_share(condition: ColumnElement, column: ColumnElement) -> ColumnElement:
     return case((column.is_(None), null()), (condition, 1.0), else_=0.0)
 
 
-# Run means of these per-query values in [0, 1] are exact: each value is summed as a whole number of 2^-48
-# (truncated, the same integer on every store), so SQLite and PostgreSQL give the same bits, whatever order or
-# algorithm their AVG uses (they differ in the last bits otherwise). SQLite's 64-bit integer sum holds 32,767
-# rows per run; the other means are of 0/1 shares and whole numbers, which both stores sum exactly.
-EXACT_MEANS = (*GOLD_SCORES, "plan_fidelity", "plan_selection_rate")
-FIXED_POINT_BITS = 48
-
-
-class FixedPoint(FunctionElement):
-    """A value times 2^FIXED_POINT_BITS, truncated to an integer."""
-
-    type = BigInteger()
-    inherit_cache = True
-    name = "fixed_point"
-
-
-@compiles(FixedPoint)
-def _fixed_point_sqlite(element: FixedPoint, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"CAST(({compiler.process(element.clauses, **kw)}) * {2 ** FIXED_POINT_BITS}.0 AS INTEGER)"  # truncates
-
-
-@compiles(FixedPoint, "postgresql")
-def _fixed_point_postgresql(element: FixedPoint, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"CAST(trunc(({compiler.process(element.clauses, **kw)}) * {2 ** FIXED_POINT_BITS}.0) AS BIGINT)"
-
-
-def _exact_mean(total: Any, n: int) -> float:
-    """The mean of n values summed as fixed point (the store hands the sum back as int or Decimal)."""
-    return int(total) / (n << FIXED_POINT_BITS) if n else float("nan")
-
-
 # Per-run means the aggregate tables need, as SQL expressions: the SQL twins of analysis.run_means over
 # the per-query columns (tests.helpers holds their pandas twins, and the tests check that they agree).
+# Every store gives the same bits: the means of values in [0, 1] are exact sums (core.analysis.exact_mean),
+# the others (0/1 shares, whole numbers) AVGs of floats, which both stores add exactly.
 RUN_MEANS = {
     **{c: getattr(QueryResult, c) for c in GOLD_SCORES},
     "plan_pass_api_list": _as_share(QueryResult.plan_pass_api_list.is_(True), QueryResult.plan_pass_api_list),
@@ -197,6 +167,21 @@ def _stub_columns(stubs: Sequence[list | None]) -> dict[str, list]:
         out["stub_names"].append([s["name"] for s in items] if items is not None else None)
         out["stub_top1"].append([(s["top1"]["score"], s["top1"]["gold"], s["top1"]["gold_relevant"])
                                  for s in items if "top1" in s] if items is not None else None)
+    return out
+
+
+def _run_means(values: Sequence[Any], names: Sequence[str]) -> list[float]:
+    """One run's means from its row of `_load_per_run`: LIMBS sums and a count for each of FRACTIONS, one AVG
+    for every other name."""
+    out: list[float] = []
+    i = 0
+    for name in names:
+        if name in FRACTIONS:
+            out.append(exact_mean(values[i:i + LIMBS], values[i + LIMBS]))
+            i += LIMBS + 1
+        else:
+            out.append(values[i])
+            i += 1
     return out
 
 
@@ -406,20 +391,15 @@ class ResultsReader:
         means = {**RUN_MEANS, **(trajectory_means(gold) if gold else {})}
         engine = self._connect()
         data: list = []
-        exact = [name for name in means if name in EXACT_MEANS]
         if engine is not None and ids:
-            query = (select(QueryResult.run_id, *(func.sum(FixedPoint(expr)) if name in exact else
-                                                  cast(func.avg(expr), Float) for name, expr in means.items()),
-                            func.count().label("n"), *(func.count(means[name]) for name in exact))
+            parts = [part for name, expr in means.items() for part in
+                     ((*exact_sums(expr), func.count(expr)) if name in FRACTIONS else (func.avg(cast(expr, Float)),))]
+            query = (select(QueryResult.run_id, func.count(), *parts)
                      .where(QueryResult.run_id.in_(ids), QueryResult.error.is_(None)).group_by(QueryResult.run_id))
             with engine.connect() as conn:
-                data = [tuple(r) for r in conn.execute(query).all()]
-        counts = [f"{name}__n" for name in exact]
-        frame = pd.DataFrame(data, columns=["run_id", *means, "n", *counts], dtype=object)
-        for name, count in zip(exact, counts):
-            frame[name] = [_exact_mean(total, n) for total, n in zip(frame[name], frame[count])]
-        frame = frame.drop(columns=counts)
-        frame[["run_id", "n"]] = frame[["run_id", "n"]].astype(int)
+                data = conn.execute(query).all()
+        frame = pd.DataFrame([(run_id, *_run_means(values, means), n) for run_id, n, *values in data],
+                             columns=["run_id", *means, "n"])
         for name in means:
             frame[name] = frame[name].astype(float)
         meta = runs[["id", "subset", "arch", "k", "run_index", "sub_size", "sub_seed"]].rename(columns={"id": "run_id"})
