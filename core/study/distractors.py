@@ -19,7 +19,7 @@ from core.retrieval.index import VectorIndex
 from core.retrieval.memo import memoised
 from core.retrieval.synthetic import DistractorModel, DistractorRetriever
 from core.study.catalog import MAIN_K, SCALING_SEEDS, SCALING_SIZES, BenchContext
-from core.study.rows import base_row, by_subset, overlap_fields
+from core.study.rows import by_subset, retrieval_rows
 from core.study.runner import insert_run, open_run
 from core.study.scaling import subset_gold_rows
 from core.study.setup import Setup
@@ -125,10 +125,7 @@ def _write_cell(store: Store, view: Retriever, subsets: dict[str, list[Query]], 
             if got is None:
                 continue
             run_id, todo = got
-            rows = [{**base_row(run_id, q, found[arch][q.uid], with_hits=False),
-                     **(overlap_fields(found["ptr"][q.uid], found["rtp"][q.uid].keys) if arch == "ptr" else {})}
-                    for q in todo]
-            insert_run(store, run_id, rows)
+            insert_run(store, run_id, retrieval_rows(run_id, todo, arch, found))
             touched.append(run_id)
     return touched
 

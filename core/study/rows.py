@@ -69,6 +69,15 @@ def overlap_fields(discovery: Discovery, rtp_keys: Collection[ApiKey]) -> dict[s
     return {"rtp_overlap": len(mine & theirs), "same_as_rtp": mine == theirs}
 
 
+def retrieval_rows(run_id: int, todo: Iterable[Query], arch: str,
+                   found: dict[str, dict[str, Discovery]]) -> list[dict[str, Any]]:
+    """Rows of a retrieval-only run (scaling, distractors; no hits stored): scores, and for PtR its overlap with
+    RtP's top-k on the same registry. `found` maps arch -> query uid -> Discovery for both architectures."""
+    return [{**base_row(run_id, q, found[arch][q.uid], with_hits=False),
+             **(overlap_fields(found["ptr"][q.uid], found["rtp"][q.uid].keys) if arch == "ptr" else {})}
+            for q in todo]
+
+
 def plan_pass(plan: Plan, gold: Collection[ApiKey]) -> bool:
     """The pass-rate proxy: no refusal, no parse error, at least one selected API is gold."""
     return plan.refusal is None and plan.parse_error is None and any(m in gold for m in plan.matched)
