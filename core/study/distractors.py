@@ -7,21 +7,20 @@ config says "synthetic_distractors" and how they were drawn; the pages label the
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from core.data.toolbench import Query
 from core.progress import progress_bar
-from core.retrieval.batch import ptr_batch, rtp_batch
-from core.retrieval.discovery import Discovery, Retriever, Stub
+from core.retrieval.discovery import Retriever, Stub
 from core.retrieval.index import VectorIndex
 from core.retrieval.memo import memoised
 from core.retrieval.synthetic import DistractorModel, DistractorRetriever
 from core.study.catalog import MAIN_K, SCALING_SEEDS, SCALING_SIZES, BenchContext
-from core.study.rows import by_subset, retrieval_rows
-from core.study.runner import insert_run, open_run
-from core.study.scaling import subset_gold_rows
+from core.study.rows import by_subset
+from core.study.runner import open_run
+from core.study.scaling import store_retrieval_runs, subset_gold_rows
 from core.study.setup import Setup
 from core.study.sources import main_sources, stored_stubs
 from core.study.store import RunSpec, Store
@@ -42,11 +41,6 @@ class Source:
 def distractor_sizes(sizes: Sequence[int | None], registry_size: int) -> list[int]:
     """The real registry, then every requested size above it (smaller sizes are the scaling study's)."""
     return [registry_size, *sorted({int(s) for s in sizes if s is not None and s > registry_size})]
-
-
-def chunks(items: Sequence[Query], size: int = QUERY_CHUNK) -> Iterator[Sequence[Query]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
 
 
 def run_distractors(store: Store, retriever: Retriever, queries: Sequence[Query], *,
@@ -116,17 +110,8 @@ def _write_cell(store: Store, view: Retriever, subsets: dict[str, list[Query]], 
                   for arch in ("rtp", "ptr")}
         if not any(opened.values()):
             continue
-        k = specs[(total, subset, "rtp")].k
-        found: dict[str, dict[str, Discovery]] = {"rtp": {}, "ptr": {}}
-        for part in chunks(with_stubs):
-            found["rtp"].update(zip((q.uid for q in part), rtp_batch([q.query for q in part], k, view)))
-            found["ptr"].update(zip((q.uid for q in part), ptr_batch([stubs[q.uid][0] for q in part], [k], view)[k]))
-        for arch, got in opened.items():
-            if got is None:
-                continue
-            run_id, todo = got
-            insert_run(store, run_id, retrieval_rows(run_id, todo, arch, found))
-            touched.append(run_id)
+        touched += store_retrieval_runs(store, view, opened, with_stubs, stubs, specs[(total, subset, "rtp")].k,
+                                        QUERY_CHUNK)
     return touched
 
 

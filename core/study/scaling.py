@@ -12,7 +12,7 @@ from core.data.registry import stratified_rows
 from core.data.toolbench import GOLD_DEFINITIONS, Query
 from core.progress import progress_bar
 from core.retrieval.batch import ptr_batch, rtp_batch
-from core.retrieval.discovery import Retriever, Stub
+from core.retrieval.discovery import Discovery, Retriever, Stub
 from core.retrieval.memo import memoised
 from core.study.catalog import MAIN_K, SCALING_SEEDS, SCALING_SIZES, BenchContext
 from core.study.rows import by_subset, retrieval_rows
@@ -77,16 +77,27 @@ def run_scaling(store: Store, retriever: Retriever, queries: Sequence[Query], *,
         if any(opened.values()):
             view = retriever if size == n else retriever.with_index(
                 retriever.index.subindex(stratified_rows(retriever.registry, size, gold_rows, seed)))
-            rtp_found = rtp_batch([q.query for q in with_stubs], k, view)
-            ptr_found = ptr_batch([stubs[q.uid][0] for q in with_stubs], [k], view)[k]
-            found = {"rtp": dict(zip((q.uid for q in with_stubs), rtp_found)),
-                     "ptr": dict(zip((q.uid for q in with_stubs), ptr_found))}
-            for arch, got in opened.items():
-                if got is None:
-                    continue
-                run_id, todo = got
-                insert_run(store, run_id, retrieval_rows(run_id, todo, arch, found))
-                touched.append(run_id)
+            touched += store_retrieval_runs(store, view, opened, with_stubs, stubs, k)
+    return touched
+
+
+def store_retrieval_runs(store: Store, view: Retriever, opened: dict[str, tuple[int, list[Query]] | None],
+                         queries: Sequence[Query], stubs: dict[str, tuple[tuple[Stub, ...], bool]], k: int,
+                         chunk: int | None = None) -> list[int]:
+    """RtP and PtR (from stored stubs) on one registry view, then each opened run's rows inserted: what the
+    scaling and distractor studies do per cell. `chunk` bounds how many queries are searched at once (a
+    million-vector view); None searches them in one batch. Returns the run ids written."""
+    found: dict[str, dict[str, Discovery]] = {"rtp": {}, "ptr": {}}
+    for start in range(0, len(queries), chunk or max(1, len(queries))):
+        part = queries[start:start + (chunk or len(queries))]
+        found["rtp"].update(zip((q.uid for q in part), rtp_batch([q.query for q in part], k, view)))
+        found["ptr"].update(zip((q.uid for q in part), ptr_batch([stubs[q.uid][0] for q in part], [k], view)[k]))
+    touched = []
+    for arch, got in opened.items():
+        if got is not None:
+            run_id, todo = got
+            insert_run(store, run_id, retrieval_rows(run_id, todo, arch, found))
+            touched.append(run_id)
     return touched
 
 
