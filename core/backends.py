@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+
+from core.local_models import model_name_of
 
 OFFLINE_LABEL = "offline heuristic, not an LLM"
 
@@ -38,7 +39,6 @@ class Backend:
 
 
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
-DEFAULT_LOCAL_MODEL = "gemma-3-270m-q4_k_m"  # the GGUF `make llm` assembles; LOCAL_MODEL=path takes another
 OFFLINE_MODEL = "offline-heuristic"
 
 BACKEND_LIST = (
@@ -48,8 +48,8 @@ BACKEND_LIST = (
             lambda env: DEFAULT_GEMINI_MODEL, "core.agents.llm.gemini:client_from_settings"),
     Backend("openai", True, "any OpenAI-compatible server (OPENAI_BASE_URL, OPENAI_MODEL)",
             lambda env: env.get("OPENAI_MODEL", ""), "core.agents.llm.openai_compat:client_from_settings"),
-    Backend("local", True, "llama.cpp on this machine (make llm; LOCAL_MODEL)",
-            lambda env: Path(env["LOCAL_MODEL"]).stem if env.get("LOCAL_MODEL") else DEFAULT_LOCAL_MODEL,
+    Backend("local", True, "llama.cpp on this machine (make llm; LOCAL_MODEL: a declared model or a path)",
+            lambda env: model_name_of(env.get("LOCAL_MODEL", "")),
             "core.agents.llm.local_llama:client_from_settings", fixed_model=True, needs_nothing=True),
 )
 BACKENDS_BY_NAME = {b.name: b for b in BACKEND_LIST}

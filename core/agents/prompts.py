@@ -1,6 +1,9 @@
 """Discovery and planner prompts in two styles, each versioned by a hash of its text and schema.
 
-- "instruction" (Gemini, OpenAI-compatible servers, chat models): the paper's zero-shot prompts.
+- "instruction" (Gemini, OpenAI-compatible servers): the paper's zero-shot prompts.
+- "chat" (local instruct models, through their chat template): the same zero-shot prompts under a
+  grammar with bounded lengths, as in the paper a stub is a name and one short sentence; the planner
+  names offered APIs only (each at most once) and either selects with steps or refuses.
 - "completion" (a base model such as gemma-3-270m, which does not follow instructions): the same
   tasks as few-shot examples to continue, with bounded schemas that llama.cpp turns into a
   grammar. The examples are this project's own requests, none from the benchmark, over many
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from string import Template
 from typing import Any
@@ -241,6 +245,40 @@ def completion_planner_schema(n_apis: int) -> dict[str, Any]:
     return {"anyOf": [select, refuse] if n_apis else [refuse]}
 
 
+def chat_discovery_schema() -> dict[str, Any]:
+    """The paper's stub shape, bounded: 1-5 stubs (its Gemini wrote 2.4-2.5 a query), a snake_case name,
+    one short sentence of reasoning. A reply can neither ramble nor be cut off mid-JSON."""
+    stub = {"type": "OBJECT", "properties": {"name": {"type": "STRING", "minLength": 3, "maxLength": 48},
+                                             "reasoning": {"type": "STRING", "minLength": 3, "maxLength": 140,
+                                                           "format": "sentence"}}}
+    return {"type": "OBJECT", "properties": {"stubs": {"type": "ARRAY", "items": stub, "minItems": 1,
+                                                       "maxItems": 5}}}
+
+
+def chat_planner_schema(names: list[str]) -> dict[str, Any]:
+    """PLANNER_SCHEMA's shape, bounded: the selection names offered APIs only, in list order, each once,
+    so fidelity is 1 by construction (and labelled so); a plan selects with steps or refuses."""
+    chosen = {"type": "ARRAY", "items": {"type": "STRING", "enum": list(names)}, "uniqueItems": True,
+              "minItems": 1, "maxItems": len(names)}
+    steps = {"type": "ARRAY", "items": {"type": "STRING", "minLength": 3, "maxLength": 140, "format": "sentence"},
+             "minItems": 1, "maxItems": 5}
+    select = {"type": "OBJECT", "properties": {"selected_apis": chosen, "steps": steps, "refusal": {"type": "NULL"}}}
+    refuse = {"type": "OBJECT", "properties": {"selected_apis": {"type": "ARRAY", "maxItems": 0},
+                                               "steps": {"type": "ARRAY", "maxItems": 0},
+                                               "refusal": {"type": "STRING", "minLength": 3, "maxLength": 140,
+                                                           "format": "sentence"}}}
+    return {"anyOf": [select, refuse] if names else [refuse]}
+
+
+def _numbers_to_names(obj: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """A completion-style plan (APIs picked by number) as a plan object of PLANNER_SCHEMA's shape."""
+    picks = obj.get("selected") if isinstance(obj, dict) else None
+    if not isinstance(picks, list) or not all(isinstance(i, int) and 1 <= i <= len(names) for i in picks):
+        raise ValueError("'selected' must list numbers of offered APIs")
+    return {"selected_apis": [names[i - 1] for i in picks], "steps": obj.get("steps", []),
+            "refusal": obj.get("refusal")}
+
+
 @dataclass(frozen=True)
 class PromptStyle:
     """The prompts, schemas and versions one kind of model is asked with."""
@@ -249,14 +287,14 @@ class PromptStyle:
     discovery_template: Template
     planner_template: Template
     description_chars: int
-    discovery_version: str
-    planner_version: str
+    discovery_schema: Callable[[], dict[str, Any]]
+    planner_schema: Callable[[list[str]], dict[str, Any]]  # from the offered names, in list order
+    plan_from_reply: Callable[[dict[str, Any], list[str]], dict[str, Any]]  # reply -> PLANNER_SCHEMA's shape
+    discovery_version: str = ""
+    planner_version: str = ""
 
     def discovery(self, query: str) -> str:
         return self.discovery_template.substitute(query=query.strip())
-
-    def discovery_schema(self) -> dict[str, Any]:
-        return DISCOVERY_SCHEMA if self.name == "instruction" else completion_discovery_schema()
 
     def planner(self, query: str, apis: list[tuple[str, str]]) -> str:
         """`apis` holds (display name "tool/api", description) in retrieval order."""
@@ -264,25 +302,28 @@ class PromptStyle:
         listing = "\n".join(lines) or "(no APIs were found)"
         return self.planner_template.substitute(apis=listing, query=query.strip())
 
-    def planner_schema(self, names: list[str]) -> dict[str, Any]:
-        return PLANNER_SCHEMA if self.name == "instruction" else completion_planner_schema(len(names))
 
-    def plan_from_reply(self, obj: dict[str, Any], names: list[str]) -> dict[str, Any]:
-        """The reply as a plan object of PLANNER_SCHEMA's shape (numbers turned back into the offered names)."""
-        if self.name == "instruction":
-            return obj
-        picks = obj.get("selected") if isinstance(obj, dict) else None
-        if not isinstance(picks, list) or not all(isinstance(i, int) and 1 <= i <= len(names) for i in picks):
-            raise ValueError("'selected' must list numbers of offered APIs")
-        return {"selected_apis": [names[i - 1] for i in picks], "steps": obj.get("steps", []),
-                "refusal": obj.get("refusal")}
+def _style(name: str, discovery: Template, planner: Template, chars: int, discovery_schema: Callable[[], dict[str, Any]],
+           planner_schema: Callable[[list[str]], dict[str, Any]],
+           plan_from_reply: Callable[[dict[str, Any], list[str]], dict[str, Any]], prefix: str = "") -> PromptStyle:
+    """A style with its versions: a hash of its templates and schemas (a grammar-bound style's also names the
+    grammar's version), so any edit is a new version."""
+    return PromptStyle(name, discovery, planner, chars, discovery_schema, planner_schema, plan_from_reply,
+                       prefix + _version(discovery, discovery_schema()),
+                       prefix + _version(planner, planner_schema(["a/b", "c/d", "e/f", "g/h", "i/j"])))
+
+
+def _as_is(obj: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    return obj
 
 
 STYLES = {
-    "instruction": PromptStyle("instruction", DISCOVERY_TEMPLATE, PLANNER_TEMPLATE, DESCRIPTION_CHARS,
-                               DISCOVERY_VERSION, PLANNER_VERSION),
-    "completion": PromptStyle(
-        "completion", COMPLETION_DISCOVERY_TEMPLATE, COMPLETION_PLANNER_TEMPLATE, COMPLETION_DESCRIPTION_CHARS,
-        f"fewshot-g{GRAMMAR_VERSION}-" + _version(COMPLETION_DISCOVERY_TEMPLATE, completion_discovery_schema()),
-        f"fewshot-g{GRAMMAR_VERSION}-" + _version(COMPLETION_PLANNER_TEMPLATE, completion_planner_schema(5))),
+    "instruction": _style("instruction", DISCOVERY_TEMPLATE, PLANNER_TEMPLATE, DESCRIPTION_CHARS,
+                          lambda: DISCOVERY_SCHEMA, lambda names: PLANNER_SCHEMA, _as_is),
+    "chat": _style("chat", DISCOVERY_TEMPLATE, PLANNER_TEMPLATE, DESCRIPTION_CHARS, chat_discovery_schema,
+                   chat_planner_schema, _as_is, f"chat-g{GRAMMAR_VERSION}-"),
+    "completion": _style("completion", COMPLETION_DISCOVERY_TEMPLATE, COMPLETION_PLANNER_TEMPLATE,
+                         COMPLETION_DESCRIPTION_CHARS, completion_discovery_schema,
+                         lambda names: completion_planner_schema(len(names)), _numbers_to_names,
+                         f"fewshot-g{GRAMMAR_VERSION}-"),
 }

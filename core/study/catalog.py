@@ -41,6 +41,16 @@ def positive(text: str) -> int:
     return value
 
 
+def non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("expected a whole number of at least 0")
+    return value
+
+
 def parse_ks(text: str) -> list[int]:
     try:
         ks = sorted({int(part) for part in text.split(",") if part.strip()})
@@ -135,7 +145,9 @@ SEEDS = Param("seeds", positive, SCALING_SEEDS,
 STUDIES: tuple[Study, ...] = (
     Study("main", "RtP vs PtR, R runs, planner included",
           (K, Param("runs", positive, DEFAULT_RUNS, f"runs per architecture (default {DEFAULT_RUNS})"),
-           Param("concurrency", positive, 8, "LLM calls in flight (default 8)")),
+           Param("concurrency", positive, 8, "LLM calls in flight (default 8)"),
+           Param("plan_sample", non_negative, 0, "plan only this many queries per subset, a stratified seeded sample "
+                                                 "(core/study/sample.py), and retrieve for all (default 0: plan all)")),
           "core.study.main_study:bench",
           ("main", "paired", "wins", "divergence", "trajectory", "stubs", "search_width", "router", "backends", "cost"),
           calls_llm=True),

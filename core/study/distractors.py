@@ -46,6 +46,7 @@ def distractor_sizes(sizes: Sequence[int | None], registry_size: int) -> list[in
 def run_distractors(store: Store, retriever: Retriever, queries: Sequence[Query], *,
                     sizes: Sequence[int | None] = SCALING_SIZES, seeds: int = SCALING_SEEDS, k: int = MAIN_K,
                     resume: bool = False, progress: bool = False, llm_backend: str | None = None,
+        llm_model: str | None = None,
                     commit: str | None = None, config: dict[str, Any] | None = None,
                     fit_seed: int = 0) -> list[int]:
     """RtP and PtR (stubs of main run 0) on the real registry plus synthetic distractors, exact flat search.
@@ -58,7 +59,7 @@ def run_distractors(store: Store, retriever: Retriever, queries: Sequence[Query]
     subsets = by_subset(queries)
     sources: dict[str, Source] = {}
     for subset, qs in subsets.items():
-        src = main_sources(store, retriever, subset, llm_backend)
+        src = main_sources(store, retriever, subset, llm_backend, llm_model)
         sources[subset] = Source(Setup.of_run(src.rtp, commit), src.rtp.id, src.ptr[0].id,
                                  stored_stubs(store, src.ptr[0].id, qs))
     model: DistractorModel | None = None
@@ -120,4 +121,5 @@ def bench(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int | None]
     """The catalog's entry: the configured registry plus distractors, stubs of the configured backend's main run 0."""
     return run_distractors(context.store, context.retriever, context.queries, sizes=sizes, seeds=seeds, k=k,
                            resume=context.resume, progress=context.progress,
-                           llm_backend=context.settings.llm_backend, commit=context.commit, config=context.config)
+                           llm_backend=context.settings.llm_backend,
+        llm_model=context.settings.llm_model, commit=context.commit, config=context.config)

@@ -16,14 +16,15 @@ from core.study.store import Store
 
 
 def run_hybrid(store: Store, retriever: Retriever, queries: Sequence[Query], *, resume: bool = False,
-               progress: bool = False, llm_backend: str | None = None, commit: str | None = None,
+               progress: bool = False, llm_backend: str | None = None,
+        llm_model: str | None = None, commit: str | None = None,
                config: dict[str, Any] | None = None) -> list[int]:
     """Hybrid discovery (beyond the paper) at the main study's k, one run per PtR main run: that run's
     stored stubs plus the raw query, merged by best similarity. No LLM calls; retrieval only."""
     retriever = memoised(retriever)
     touched: list[int] = []
     for subset, qs, src, setup in main_study_subsets(store, retriever, queries, "hybrid", progress, llm_backend,
-                                                      commit):
+                                                      commit, llm_model):
         k = src.rtp.spec.k
         rtp_keys = {q.uid: d.keys for q, d in zip(qs, rtp_batch([q.query for q in qs], k, retriever))}
         for r, source in src.ptr.items():
@@ -46,5 +47,6 @@ def run_hybrid(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
 def bench(context: BenchContext) -> list[int]:
     """The catalog's entry: the hybrid on the latest main study of the configured backend."""
     return run_hybrid(context.store, context.retriever, context.queries, resume=context.resume,
-                      progress=context.progress, llm_backend=context.settings.llm_backend, commit=context.commit,
+                      progress=context.progress, llm_backend=context.settings.llm_backend,
+        llm_model=context.settings.llm_model, commit=context.commit,
                       config=context.config)

@@ -17,6 +17,7 @@ from core.study.store import Store
 
 def run_ksweep(store: Store, retriever: Retriever, queries: Sequence[Query], *, ks: Sequence[int] = KSWEEP_KS,
                resume: bool = False, progress: bool = False, llm_backend: str | None = None,
+        llm_model: str | None = None,
                commit: str | None = None, config: dict[str, Any] | None = None) -> list[int]:
     """Recall/precision at each k, both architectures, from the latest main study's stubs; no LLM calls.
 
@@ -28,7 +29,7 @@ def run_ksweep(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
     ks = sorted(set(ks))
     touched: list[int] = []
     for subset, qs, src, setup in main_study_subsets(store, retriever, queries, "ksweep", progress, llm_backend,
-                                                      commit):
+                                                      commit, llm_model):
         rtp_base = dict(zip((q.uid for q in qs), rtp_batch([q.query for q in qs], max(ks), retriever)))
         for k in ks:
             opened = open_run(store, setup.spec("ksweep", "rtp", subset, k, 0, source_run_id=src.rtp.id), qs,
@@ -66,5 +67,6 @@ def run_ksweep(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
 def bench(context: BenchContext, *, ks: Sequence[int] = KSWEEP_KS) -> list[int]:
     """The catalog's entry: the sweep on the latest main study of the configured backend."""
     return run_ksweep(context.store, context.retriever, context.queries, ks=ks, resume=context.resume,
-                      progress=context.progress, llm_backend=context.settings.llm_backend, commit=context.commit,
+                      progress=context.progress, llm_backend=context.settings.llm_backend,
+        llm_model=context.settings.llm_model, commit=context.commit,
                       config=context.config)

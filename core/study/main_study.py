@@ -1,10 +1,13 @@
-"""The main comparison: RtP and PtR at k=5 for R runs, planner in every run.
+"""The main comparison: RtP and PtR at k=5 for R runs, planner in every run (or on a planner sample).
 
 RtP's retrieval is deterministic, so it is computed once per subset and reused; the planner still
 runs in every run. PtR writes new stubs every run. With the LLM call cache keyed on the prompt
 alone, runs 1..R-1 would replay run 0's answers and the spread over runs would be a fake zero, so
 core.agents.factory keys run r > 0's calls apart ("+run{r}"); run 0 shares its cache with the
 Inspector. The offline heuristic is deterministic: its runs are identical and their spread is zero.
+With `plan_sample` N > 0 both planners run on N queries per subset only (core.study.sample: stratified,
+seeded, the same for both architectures and every run); the others' rows hold retrieval and stubs and
+no plan, so every planner mean is over the sample, and the run's config says so.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from core.retrieval.discovery import Discovery, Retriever
 from core.retrieval.memo import memoised
 from core.study.rows import base_row, by_subset, llm_failure, overlap_fields, plan_fields, stub_fields
 from core.study.runner import Job, execute, open_run
+from core.study.sample import SAMPLE_SEED, STRATA, planner_sample
 from core.study.catalog import DEFAULT_RUNS, MAIN_K, BenchContext
 from core.study.setup import Setup
 from core.study.store import Store
@@ -27,10 +31,17 @@ from core.study.store import Store
 
 def run_main(store: Store, retriever: Retriever, agents_for: AgentsFactory, queries: Sequence[Query], *,
              runs: int = DEFAULT_RUNS, k: int = MAIN_K, concurrency: int = 8, resume: bool = False,
-             progress: bool = False, commit: str | None = None, config: dict[str, Any] | None = None) -> list[int]:
+             progress: bool = False, commit: str | None = None, config: dict[str, Any] | None = None,
+             plan_sample: int = 0) -> list[int]:
     """The main comparison: per subset, RtP and PtR at k for `runs` runs. Returns the run ids touched."""
     if runs < 1:
         raise ValueError("runs must be at least 1")
+    planned: frozenset[str] | None = None
+    if plan_sample:
+        planned = planner_sample(queries, plan_sample)
+        config = {**(config or {}), "planner_sample": {"per_subset": plan_sample, "seed": SAMPLE_SEED,
+                                                       "stratified_by": "api_list gold-set size",
+                                                       "strata": [list(s) for s in STRATA]}}
     retriever = memoised(retriever)
     agents = {r: agents_for(r) for r in range(runs)}
     setup = Setup.of(retriever, agents[0], commit)
@@ -44,21 +55,31 @@ def run_main(store: Store, retriever: Retriever, agents_for: AgentsFactory, quer
                     continue
                 run_id, todo = opened
                 if arch == "rtp":
-                    jobs.append(Job(run_id, tuple(todo), k, _rtp_finish(agents[r], rtp_found)))
+                    jobs.append(Job(run_id, tuple(todo), k, _rtp_finish(agents[r], rtp_found, planned)))
                 else:
                     writer = agents[r].stub_writer
-                    jobs.append(Job(run_id, tuple(todo), k, _ptr_finish(agents[r], retriever, rtp_found),
+                    jobs.append(Job(run_id, tuple(todo), k, _ptr_finish(agents[r], retriever, rtp_found, planned),
                                      prepare=lambda q, w=writer: w.write(q.query),
                                      retrieve=_ptr_retrieve(retriever, k)))
     execute(store, jobs, concurrency, progress, "bench main")
     return [job.run_id for job in jobs]
 
 
-def _rtp_finish(agents: Agents, found: dict[str, Discovery]) -> Callable[[int, Query, Any], dict[str, Any]]:
+def _plan(agents: Agents, query: Query, discovery: Discovery,
+          planned: frozenset[str] | None) -> tuple[dict[str, Any], str | None]:
+    """The plan's fields and its parse error, or no fields for a query outside the planner sample."""
+    if planned is not None and query.uid not in planned:
+        return {}, None
+    plan = agents.planner.plan(query.query, discovery.hits)
+    return plan_fields(plan, query), plan.parse_error
+
+
+def _rtp_finish(agents: Agents, found: dict[str, Discovery],
+                planned: frozenset[str] | None) -> Callable[[int, Query, Any], dict[str, Any]]:
     def finish(run_id: int, query: Query, _: Any) -> dict[str, Any]:
         discovery = found[query.uid]
-        plan = agents.planner.plan(query.query, discovery.hits)
-        return {**base_row(run_id, query, discovery), **plan_fields(plan, query), "error": llm_failure(None, plan.parse_error)}
+        plan, plan_error = _plan(agents, query, discovery, planned)
+        return {**base_row(run_id, query, discovery), **plan, "error": llm_failure(None, plan_error)}
 
     return finish
 
@@ -75,22 +96,24 @@ def _ptr_retrieve(retriever: Retriever, k: int) -> Callable[[list[tuple[Query, A
     return retrieve
 
 
-def _ptr_finish(agents: Agents, retriever: Retriever,
-                rtp_found: dict[str, Discovery]) -> Callable[[int, Query, Any], dict[str, Any]]:
+def _ptr_finish(agents: Agents, retriever: Retriever, rtp_found: dict[str, Discovery],
+                planned: frozenset[str] | None) -> Callable[[int, Query, Any], dict[str, Any]]:
     def finish(run_id: int, query: Query, payload: Any) -> dict[str, Any]:
         outcome, discovery, top1, seconds = payload
-        plan = agents.planner.plan(query.query, discovery.hits)
+        plan, plan_error = _plan(agents, query, discovery, planned)
         return {**base_row(run_id, query, discovery, fallback=outcome.fallback),
                 **stub_fields(outcome, top1, query, retriever),
-                **plan_fields(plan, query), **overlap_fields(discovery, rtp_found[query.uid].keys),
-                "retrieval_latency_s": seconds, "error": llm_failure(outcome.error, plan.parse_error)}
+                **plan, **overlap_fields(discovery, rtp_found[query.uid].keys),
+                "retrieval_latency_s": seconds, "error": llm_failure(outcome.error, plan_error)}
 
     return finish
 
 
-def bench(context: BenchContext, *, k: int = MAIN_K, runs: int = DEFAULT_RUNS, concurrency: int = 8) -> list[int]:
+def bench(context: BenchContext, *, k: int = MAIN_K, runs: int = DEFAULT_RUNS, concurrency: int = 8,
+          plan_sample: int = 0) -> list[int]:
     """The catalog's entry: the configured backend's agents, a fresh run per (subset, arch, run index)."""
     factory = agents_factory(context.settings, context.retriever, use_cache=context.use_cache)
     return run_main(context.store, context.retriever, factory, context.queries, runs=runs, k=k,
                     concurrency=concurrency, resume=context.resume, progress=context.progress,
-                    commit=context.commit, config={**context.config, "concurrency": concurrency})
+                    commit=context.commit, config={**context.config, "concurrency": concurrency},
+                    plan_sample=plan_sample)

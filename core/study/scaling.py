@@ -36,6 +36,7 @@ def scaling_sizes(sizes: Sequence[int | None], registry_size: int) -> list[int]:
 def run_scaling(store: Store, retriever: Retriever, queries: Sequence[Query], *,
                 sizes: Sequence[int | None] = SCALING_SIZES, seeds: int = SCALING_SEEDS, k: int = MAIN_K,
                 resume: bool = False, progress: bool = False, llm_backend: str | None = None,
+        llm_model: str | None = None,
                 commit: str | None = None, config: dict[str, Any] | None = None) -> list[int]:
     """Both architectures on stratified sub-registries x seeds, with stubs of main run 0; retrieval only.
 
@@ -55,7 +56,7 @@ def run_scaling(store: Store, retriever: Retriever, queries: Sequence[Query], *,
     for subset, size, seed in cells:
         qs, gold_rows = subsets[subset], gold[subset]
         if subset not in sources:
-            src = main_sources(store, retriever, subset, llm_backend)
+            src = main_sources(store, retriever, subset, llm_backend, llm_model)
             sources[subset] = (src, stored_stubs(store, src.ptr[0].id, qs))
         src, stubs = sources[subset]
         setup = Setup.of_run(src.rtp, commit)
@@ -106,4 +107,5 @@ def bench(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int | None]
     """The catalog's entry: sub-registries of the configured registry, stubs of the configured backend's main run 0."""
     return run_scaling(context.store, context.retriever, context.queries, sizes=sizes, seeds=seeds, k=k,
                        resume=context.resume, progress=context.progress, llm_backend=context.settings.llm_backend,
+        llm_model=context.settings.llm_model,
                        commit=context.commit, config=context.config)

@@ -21,8 +21,10 @@ class Sources:
     ptr: dict[int, RunRecord]
 
 
-def main_sources(store: Store, retriever: Retriever, subset: str, llm_backend: str | None = None) -> Sources:
-    """The latest complete main study on this registry and embedding model (optionally one backend).
+def main_sources(store: Store, retriever: Retriever, subset: str, llm_backend: str | None = None,
+                 llm_model: str | None = None) -> Sources:
+    """The latest complete main study on this registry and embedding model (optionally one backend, and one
+    of its models: the local backend has several).
 
     Its setup is taken from the latest complete PtR main run; runs of other setups are never mixed in.
     """
@@ -30,6 +32,8 @@ def main_sources(store: Store, retriever: Retriever, subset: str, llm_backend: s
                              "embedding_model": retriever.encoder.model_id}
     if llm_backend:
         match["llm_backend"] = llm_backend
+    if llm_model:
+        match["llm_model"] = llm_model
     ptr_any = store.latest_complete("main", "ptr", subset, **match)
     if not ptr_any:
         raise ValueError(f"no complete main run for {subset} on registry {retriever.registry.name} with "
@@ -63,7 +67,8 @@ def stored_stubs(store: Store, run_id: int, queries: Sequence[Query]) -> dict[st
 
 
 def main_study_subsets(store: Store, retriever: Retriever, queries: Sequence[Query], study: str, progress: bool,
-                        llm_backend: str | None, commit: str | None) -> Iterator[tuple[str, list[Query], Sources, Setup]]:
+                        llm_backend: str | None, commit: str | None,
+                        llm_model: str | None = None) -> Iterator[tuple[str, list[Query], Sources, Setup]]:
     """Per subset, for studies built on the main runs: its queries, those runs and their setup (progress per subset)."""
     subsets = by_subset(queries)
     bar = progress_bar(len(subsets), f"bench {study}", progress, unit="subset")

@@ -4,8 +4,9 @@ The grammar fixes the exact layout the few-shot examples show (`{"key": value, .
 ": " separators, keys in schema order), so a small model that copies the examples is never pushed
 off its format, and bounds every string and list: a reply can neither ramble nor be cut off
 mid-JSON by the token limit. Understood: OBJECT (properties, all emitted in order), ARRAY (items,
-minItems, maxItems; maxItems 0 is the empty list), STRING (minLength, maxLength, enum, nullable), NULL, and
-anyOf (alternatives); types are case-insensitive, as Gemini writes them upper-case.
+minItems, maxItems; maxItems 0 is the empty list), STRING (minLength, maxLength, enum, nullable, and our own
+"format": "sentence": one sentence, no ". " inside it, ending at an optional full stop), NULL, and anyOf
+(alternatives); types are case-insensitive, as Gemini writes them upper-case.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ GRAMMAR_VERSION = "1"  # part of the prompt versions that use these grammars: a 
 DEFAULT_MAX_ITEMS = 8
 DEFAULT_MAX_LENGTH = 200
 CHAR = r'[^"\\\x00-\x1f]'
+SENTENCE_CHAR = r'[^".\\\x00-\x1f]'
+WORD_CHAR = r'[^". \\\x00-\x1f]'
 
 
 class SchemaError(ValueError):
@@ -112,6 +115,10 @@ class _Builder:
         if not 0 <= low <= high:
             raise SchemaError(f"string bounds {low}..{high}")
         char = self.rule("char", f'{CHAR} | "\\\\" ["\\\\/bfnrt]')
+        if schema.get("format") == "sentence":
+            # A full stop only inside a word ("0.5", "e.g"): the sentence cannot go on past its end.
+            inner = self.rule("sentence-char", f'{SENTENCE_CHAR} | "\\\\" ["\\\\/bfnrt] | "." {WORD_CHAR}')
+            return f'"\\"" {inner}{{{low},{high}}} "."? "\\""'
         return f'"\\"" {char}{{{low},{high}}} "\\""'
 
 

@@ -6,10 +6,13 @@ when it does not fit are all 262k vocabulary entries filtered. That is exactly g
 greedy decoding, at about the speed of unconstrained decoding: llama-cpp-python's own grammar
 sampler filters the whole vocabulary at every step, which ran 2.8x slower here (15 vs 42 tok/s).
 
-A base model (no chat template in the file, like the default gemma-3-270m) is prompted
-completion-style with few-shot examples (prompt style "completion"); a model whose file carries a
-chat template gets the instruction prompts through that template. One model instance answers one
-call at a time (a lock); `instances` > 1 loads more copies for parallel calls.
+A base model (gemma-3-270m) is prompted completion-style with few-shot examples (prompt style
+"completion"); an instruct model (the Qwen2.5-Coder models, or a LOCAL_MODEL=path file with a chat
+template) gets the paper's zero-shot prompts through its chat template under a bounded grammar
+(style "chat"); the declaration of a model (core.local_models) says which. One model instance answers
+one call at a time (a lock); `instances` > 1 loads more copies for parallel calls. The text of a reply
+streams to the sink of core.agents.llm.stream as it is generated, and generation stops at the call's
+timeout or the query's budget, whichever comes first.
 """
 from __future__ import annotations
 
@@ -24,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from core.agents.llm.base import LLMError, LLMResponse, Usage
+from core.agents.llm.budget import remaining_s
 from core.agents.llm.grammar import gbnf
+from core.agents.llm.stream import TextSink, current_sink
 from core.agents.llm.local_model import LocalModel, LocalModelError, llama_cpp_module, quantisation_of, resolve_local_model
 from core.settings import Settings
 
@@ -90,25 +95,29 @@ class _Instance:
             shared += 1
         return min(shared, len(tokens) - 1) // CHUNK * CHUNK  # at least one chunk is evaluated: its logits are needed
 
-    def _evaluate(self, tokens: list[int]) -> None:
-        """Put the prompt into the KV cache chunk by chunk, reusing the whole chunks it shares with the last one."""
+    def _evaluate(self, tokens: list[int], deadline: float = float("inf")) -> bool:
+        """Put the prompt into the KV cache chunk by chunk, reusing the whole chunks it shares with the last
+        one; False when the deadline passed first (the cache then holds a prefix, which is never reused)."""
         keep = self.reusable(tokens)
         self.llm.n_tokens = keep
         self._last_prompt = []
         for start in range(keep, len(tokens), CHUNK):
+            if time.perf_counter() > deadline:
+                return False
             self.llm.eval(tokens[start:start + CHUNK])
         self._last_prompt = tokens
+        return True
 
     def speed(self, prompt_tokens: int, generated: int) -> dict[str, float]:
         return self._thread.submit(self._speed, prompt_tokens, generated).result()
 
     def complete(self, tokens: list[int], grammar_text: str | None, max_tokens: int,
-                 deadline: float) -> tuple[str, int, int, bool]:
+                 deadline: float, sink: TextSink | None = None) -> tuple[str, int, int, bool]:
         """(text, prompt tokens, output tokens, finished): grammar-constrained greedy decoding.
 
-        `finished` is False when the deadline stopped it.
+        `finished` is False when the deadline stopped it; `sink` gets the text so far after every token.
         """
-        return self._thread.submit(self._complete, tokens, grammar_text, max_tokens, deadline).result()
+        return self._thread.submit(self._complete, tokens, grammar_text, max_tokens, deadline, sink).result()
 
     def _speed(self, prompt_tokens: int, generated: int) -> dict[str, float]:
         tokens = self.tokenize("The quick brown fox jumps over the lazy dog. " * (prompt_tokens // 8 + 1),
@@ -126,7 +135,7 @@ class _Instance:
         return {"prompt_tok_s": round(len(tokens) / prompt_s, 1), "generation_tok_s": round(generated / generation_s, 1)}
 
     def _complete(self, tokens: list[int], grammar_text: str | None, max_tokens: int,
-                  deadline: float) -> tuple[str, int, int, bool]:
+                  deadline: float, sink: TextSink | None) -> tuple[str, int, int, bool]:
         llm = self.llm
         if len(tokens) + max_tokens > N_CTX:
             raise LLMError("bad_request", f"the prompt has {len(tokens):,} tokens; this model's context is {N_CTX:,}")
@@ -136,7 +145,8 @@ class _Instance:
             raise LLMError("bad_request", "llama.cpp rejected the reply grammar")
         out: list[int] = []
         try:
-            self._evaluate(tokens)
+            if not self._evaluate(tokens, deadline):
+                return "", len(tokens), 0, False
             while len(out) < max_tokens:
                 if time.perf_counter() > deadline:
                     return llm.detokenize(out).decode("utf-8", "replace"), len(tokens), len(out), False
@@ -149,6 +159,8 @@ class _Instance:
                 if grammar is not None:
                     self.C.llama_sampler_accept(grammar, token)
                 out.append(token)
+                if sink is not None:
+                    sink(llm.detokenize(out).decode("utf-8", "replace"))
                 llm.eval([token])
         finally:
             if grammar is not None:
@@ -174,7 +186,7 @@ class LocalLlamaClient:
         self._free: list[_Instance] = []
         self._available = threading.Condition()
         self._load_lock = threading.Lock()
-        self._chat = False
+        self._chat = model.prompt_style == "chat"
 
     def __repr__(self) -> str:
         return f"LocalLlamaClient(model={self.model!r}, instances={self._instances})"
@@ -188,7 +200,11 @@ class LocalLlamaClient:
         with self._load_lock:
             if not self._instances_loaded:
                 loaded = [_Instance(self.local.path, self._n_threads) for _ in range(self._instances)]
-                self._chat = bool(loaded[0].chat_template)
+                declared = self.local.prompt_style
+                if declared == "chat" and not loaded[0].chat_template:
+                    raise LocalModelError(f"{self.local.path.name} has no chat template, but {self.model} is "
+                                          "declared an instruct model; its prompts need one.")
+                self._chat = declared == "chat" if declared else bool(loaded[0].chat_template)
                 self._free = list(loaded)
                 self._instances_loaded = loaded
             return self._instances_loaded
@@ -232,9 +248,9 @@ class LocalLlamaClient:
 
     @property
     def prompt_style(self) -> str:
-        """"instruction" for a chat model (its template wraps the prompt), "completion" for a base model."""
+        """"chat" for an instruct model (its template wraps the prompt), "completion" for a base model."""
         self._ensure_loaded()
-        return "instruction" if self._chat else "completion"
+        return "chat" if self._chat else "completion"
 
     def generate(self, prompt: str, *, schema: dict[str, Any] | None = None, temperature: float = 0.0) -> LLMResponse:
         if temperature != 0.0:
@@ -245,14 +261,17 @@ class LocalLlamaClient:
         text = self._apply_chat_template(loaded[0], prompt) if self._chat else prompt
         instance, tokens = self._acquire(text)
         start = time.perf_counter()  # the call's own time: waiting for a free instance is not part of it
+        left = remaining_s()
+        limit = self.timeout_s if left is None else max(0.0, min(self.timeout_s, left))
         try:
             reply, n_prompt, n_out, finished = instance.complete(
-                tokens, gbnf(schema) if schema is not None else None, self.max_tokens, start + self.timeout_s)
+                tokens, gbnf(schema) if schema is not None else None, self.max_tokens, start + limit, current_sink())
             latency = time.perf_counter() - start
         finally:
             self._release(instance)
         if not finished:
-            raise LLMError("timeout", f"generation passed the {self.timeout_s:g} s limit after {n_out} tokens")
+            what = "call's timeout" if limit == self.timeout_s else "query's budget"
+            raise LLMError("timeout", f"generation passed the {what} ({limit:.3g} s) after {n_out} tokens")
         return LLMResponse(reply.strip(), Usage(n_prompt, n_out), latency, self.backend, self.model)
 
     @staticmethod

