@@ -2,7 +2,7 @@
 imports streamlit, and the backends' "module:function" client factories resolve.
 
 Layers, bottom to top (a module may import only modules in its own layer or a lower one):
-    0  core/__init__.py, core/settings.py, core/backends.py, core/progress.py
+    0  core/__init__.py, core/settings.py, core/backends.py, core/local_models.py, core/progress.py
     1  core/data/        2  core/retrieval/     3  core/agents/ (core/agents/llm/ too)
     4  core/study/       5  core/analysis/      6  core/cli/ and core/__main__.py
 
@@ -44,6 +44,7 @@ CORE_LAYERS: dict[str, int] = {
     "core": 0,
     "core.settings": 0,
     "core.backends": 0,
+    "core.local_models": 0,
     "core.progress": 0,
     "core.data": 1,
     "core.retrieval": 2,

@@ -19,7 +19,8 @@ from core.study.single_query import inspect_query
 from core.agents.factory import make_agents
 from core.retrieval.assemble import build_retriever
 from core.agents.llm import CachedClient, CallCache, LLMError
-from core.agents.llm.local_model import DEFAULT_FILE, LocalModelError, resolve_local_model
+from core.agents.llm.local_model import LocalModelError, resolve_local_model
+from core.local_models import GEMMA_270M
 from core.agents.prompts import STYLES
 from core.settings import PROJECT_ROOT, Settings
 from core.agents.stubs import LLMStubWriter
@@ -156,7 +157,7 @@ def test_a_file_that_is_not_gguf_is_refused_before_llama_cpp_reads_it(tmp_path: 
 
 @needs_model
 def test_a_damaged_default_model_is_assembled_again(tmp_path: Path) -> None:
-    target = tmp_path / "models" / DEFAULT_FILE
+    target = tmp_path / "models" / GEMMA_270M.file
     target.parent.mkdir()
     target.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 1000)  # a partial download: right magic, wrong sha
     model = resolve_local_model("", tmp_path)

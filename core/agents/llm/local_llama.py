@@ -271,7 +271,7 @@ class LocalLlamaClient:
             self._release(instance)
         if not finished:
             what = "call's timeout" if limit == self.timeout_s else "query's budget"
-            raise LLMError("timeout", f"generation passed the {what} ({limit:.3g} s) after {n_out} tokens")
+            raise LLMError("timeout", f"generation passed the {what} {limit:.3g} s limit after {n_out} tokens")
         return LLMResponse(reply.strip(), Usage(n_prompt, n_out), latency, self.backend, self.model)
 
     @staticmethod
