@@ -76,10 +76,12 @@ results-local: llm
 	$(PY) -m core pack
 
 # The model-size study (README: "The model-size study"): each Qwen model's stubs, PtR and hybrid for every
-# query, both planners on a stratified sample of 60 per subset, and the k sweep. Resumable: run it again
+# query, both planners on a stratified sample of 60 per subset, and the k sweep; then gemma-3-270m again with
+# its planner's fixed refusal marker (prompt version fewshot-...), planners on the same sample. Resumable: run it again
 # after a stop and it continues from the call cache and the stored rows. Hours on 2 cores.
 QWEN_15B := qwen2.5-coder-1.5b-instruct-q4_k_m
 QWEN_05B := qwen2.5-coder-0.5b-instruct-q4_k_m
+GEMMA := gemma-3-270m-q4_k_m
 LOCAL_STUDY := LLM_BACKEND=local LOCAL_INSTANCES=2 LOCAL_THREADS=1 nice -n 10 $(PY) -m core bench
 results-models:
 	$(MAKE) llm MODEL=all
@@ -90,6 +92,9 @@ results-models:
 	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) main --subsets all --runs 1 --plan-sample 60 --concurrency 4 --resume
 	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) ksweep --subsets all --resume
 	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) hybrid --subsets all --resume
+	LOCAL_MODEL=$(GEMMA) $(LOCAL_STUDY) main --subsets all --runs 1 --plan-sample 60 --concurrency 4 --resume
+	LOCAL_MODEL=$(GEMMA) $(LOCAL_STUDY) ksweep --subsets all --resume
+	LOCAL_MODEL=$(GEMMA) $(LOCAL_STUDY) hybrid --subsets all --resume
 	$(PY) -m core pack
 
 perf: $(STAMP)

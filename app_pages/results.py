@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from core.analysis.provenance import provenance, provenance_line
-from core.analysis.reader import ResultsReader
+from core.analysis.reader import ResultsReader, system_keys
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
 from core.analysis import tables as analysis, router
@@ -32,9 +32,9 @@ if not results_ready(settings):
 
 runs = safe_read(settings, ResultsReader.runs)
 mains = runs[(runs["kind"] == "main") & (runs["status"] == "complete")] if isinstance(runs, pd.DataFrame) else None
-backends = sorted(mains["llm_backend"].unique().tolist()) if mains is not None and len(mains) else []
+backends = system_keys(mains) if mains is not None and len(mains) else []
 left, right = st.columns([1, 3])
-backend = left.selectbox("Runs of backend", [None, *backends],
+backend = left.selectbox("Runs of backend or model", [None, *backends],
                          format_func=lambda b: "latest main study" if b is None else b, key="runs_of",
                          bind="query-params",
                          help="Tables use the latest complete runs of one setup (registry, model, backend, prompts).")

@@ -34,8 +34,8 @@ def test_bench_has_one_subcommand_per_declared_study_with_exactly_its_flags() ->
     assert list(bench) == [*(s.name for s in catalog.STUDIES), "all"]
     common = _flags(bench["hybrid"])  # the hybrid declares no parameter of its own
     for study in catalog.STUDIES:
-        assert _flags(bench[study.name]) - common == {f"--{p.name}" for p in study.params}
-    assert _flags(bench["all"]) - common == {f"--{p.name}" for s in catalog.STUDIES for p in s.params}
+        assert _flags(bench[study.name]) - common == {p.flag for p in study.params}
+    assert _flags(bench["all"]) - common == {p.flag for s in catalog.STUDIES for p in s.params}
 
 
 def test_every_report_section_belongs_to_exactly_one_study() -> None:

@@ -195,7 +195,7 @@ Request: What time is it in Tokyo?
 APIs:
 1. Movie DB/search_movies: Search movies by title.
 2. Lyrics Finder/get_lyrics: Lyrics of a song.
-Plan: {"selected": [], "steps": [], "refusal": "none of these APIs tells the time"}
+Plan: {"selected": [], "steps": [], "refusal": "$refusal"}
 
 Request: Find vegetarian lasagna recipes and convert 200 grams to ounces.
 APIs:
@@ -218,6 +218,10 @@ $apis
 Plan:""")
 
 COMPLETION_DESCRIPTION_CHARS = 150
+# A base model cannot say why nothing fits: given room for a reason it copied the example's ("none of these APIs
+# tells the time") into unrelated plans. Its refusal is this one declared marker, which no answer can vary.
+COMPLETION_REFUSAL = "none of the listed APIs fits this request"
+COMPLETION_PLANNER_TEMPLATE = Template(COMPLETION_PLANNER_TEMPLATE.safe_substitute(refusal=COMPLETION_REFUSAL))
 
 
 def completion_discovery_schema() -> dict[str, Any]:
@@ -232,8 +236,8 @@ def completion_discovery_schema() -> dict[str, Any]:
 def completion_planner_schema(n_apis: int) -> dict[str, Any]:
     """APIs are picked by number (one token each, where a name costs ten), each at most once and in list
     order, which stops a small model repeating a pick until the list is full. A plan either selects with
-    steps and no refusal, or refuses with nothing selected: a base model otherwise copies the example's
-    refusal into every plan. A number can only name an offered API, so fidelity is 1 by construction."""
+    steps and no refusal, or refuses with nothing selected and the declared marker (COMPLETION_REFUSAL) as its
+    only possible text. A number can only name an offered API, so fidelity is 1 by construction."""
     chosen = {"type": "ARRAY", "items": {"type": "INTEGER", "enum": list(range(1, n_apis + 1))},
               "uniqueItems": True, "minItems": 1, "maxItems": n_apis}
     steps = {"type": "ARRAY", "items": {"type": "STRING", "minLength": 3, "maxLength": 60}, "minItems": 1,
@@ -241,7 +245,7 @@ def completion_planner_schema(n_apis: int) -> dict[str, Any]:
     select = {"type": "OBJECT", "properties": {"selected": chosen, "steps": steps, "refusal": {"type": "NULL"}}}
     refuse = {"type": "OBJECT", "properties": {"selected": {"type": "ARRAY", "maxItems": 0},
                                                "steps": {"type": "ARRAY", "maxItems": 0},
-                                               "refusal": {"type": "STRING", "minLength": 3, "maxLength": 100}}}
+                                               "refusal": {"type": "STRING", "enum": [COMPLETION_REFUSAL]}}}
     return {"anyOf": [select, refuse] if n_apis else [refuse]}
 
 
@@ -327,3 +331,15 @@ STYLES = {
                          lambda names: completion_planner_schema(len(names)), _numbers_to_names,
                          f"fewshot-g{GRAMMAR_VERSION}-"),
 }
+
+
+def style_of_version(version: str) -> str | None:
+    """The style a stored prompt version was written in (by its prefix, so an older version of a style is
+    still that style), or None for a version of no prompt (the offline heuristic's)."""
+    for style in STYLES.values():
+        if version in (style.discovery_version, style.planner_version):
+            return style.name
+    for prefix, name in (("chat-g", "chat"), ("fewshot-g", "completion")):
+        if version.startswith(prefix):
+            return name
+    return None

@@ -54,7 +54,9 @@ latest complete run counts.
   stubs.
 - `trajectory(gold)`: subset, arch, fidelity, selection_rate, steps, apis_named, refusal_rate,
   parse_error_rate, complete_miss_rate, wrong_tool_rate, refusal_on_miss, planner_jaccard, runs.
-- `cost()`: subset, n_queries, rtp_tokens, ptr_tokens, ptr_discovery_tokens,
+- `replies()`: run 0's stub and plan texts (subset, query_id, arch, stub_fallback, stub_names, stub_reasonings,
+  plan), for the copy rate (core.analysis.copying).
+- `cost()`: subset, n_queries, n_planned, rtp_tokens, ptr_tokens, ptr_discovery_tokens,
   ptr_discovery_output_tokens, ptr_planner_tokens, ptr_overhead, {rtp,ptr}_{prompt,output,
   thoughts}_tokens (means per query). `routing_savings() -> dict`.
 - `divergence()`: subset, not_identical, not_identical_std, disjoint, disjoint_std, runs.
@@ -64,7 +66,9 @@ latest complete run counts.
   runs, runs, n_queries (the report's and the Results page's view of a study without a table of its own).
 - `paired_tests(gold, k)`: per subset, the paired per-query tests of RtP vs PtR (analysis.tables.paired_tests).
 - `hybrid_table(gold)`: the hybrid (beyond the paper) beside RtP and PtR at the main k, per subset and overall.
-- `backends() -> list[str]`: backends with a complete main study. `leaderboard(gold)`: system, arch, subset,
+- `hybrid_per_query(gold)`: subset, query_id, hybrid_recall, hybrid_precision.
+- `backends() -> list[str]`: systems with a complete main study (a backend, or "backend:model" where a backend has
+  studies of several models; every `backend=` argument takes either). `leaderboard(gold)`: system, arch, subset,
   recall and precision with bootstrap 95% intervals, n and provenance for every backend's latest study (the paper's rows: core.analysis.report.leaderboard).
 - `router_table(gold, k)`, `router_curve(gold, k)`, `router_fit(gold, k) -> dict`, `router_signal(gold, k) ->
   dict`: the adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated, see analysis.router).
@@ -115,7 +119,8 @@ FRACTIONS = {*GOLD_SCORES, "plan_fidelity", "plan_selection_rate"}  # per-query 
 PER_QUERY_SOURCE = ("subset", "query_id", *GOLD_SCORES, "same_as_rtp")
 STUB_SOURCE = ("subset", "query_id", "stub_fallback", "stubs")
 JACCARD_SOURCE = ("subset", "query_id", "plan_matched")
-COST_SOURCE = ("subset", "query_id", "stub_prompt_tokens", "stub_output_tokens", "stub_thoughts_tokens",
+REPLY_SOURCE = ("subset", "query_id", "stub_fallback", "stubs", "plan")
+COST_SOURCE = ("subset", "query_id", "plan_refusal", "stub_prompt_tokens", "stub_output_tokens", "stub_thoughts_tokens",
                "plan_prompt_tokens", "plan_output_tokens", "plan_thoughts_tokens")
 PER_QUERY_COLUMNS = ["subset", "query_id", "rtp_recall", "ptr_recall", "rtp_precision", "ptr_precision", "recall_diff",
                      "outcome", "rtp_top1", "n_stubs", "stub_names", "stub_fallback", "diverging"]
@@ -161,10 +166,11 @@ def _parse_json(values: list[Any]) -> list[Any]:
 
 
 def _stub_columns(stubs: Sequence[list | None]) -> dict[str, list]:
-    out: dict[str, list] = {"n_stubs": [], "stub_names": [], "stub_top1": []}
+    out: dict[str, list] = {"n_stubs": [], "stub_names": [], "stub_reasonings": [], "stub_top1": []}
     for items in stubs:
         out["n_stubs"].append(len(items) if items is not None else np.nan)
         out["stub_names"].append([s["name"] for s in items] if items is not None else None)
+        out["stub_reasonings"].append([s.get("reasoning", "") for s in items] if items is not None else None)
         out["stub_top1"].append([(s["top1"]["score"], s["top1"]["gold"], s["top1"]["gold_relevant"])
                                  for s in items if "top1" in s] if items is not None else None)
     return out
@@ -326,13 +332,9 @@ class ResultsReader:
     @staticmethod
     def _select(runs: pd.DataFrame, kind: str, backend: str | None) -> pd.DataFrame:
         complete = runs[runs["status"] == "complete"]
-        mains = complete[complete["kind"] == "main"]
-        if backend is not None:
-            mains = mains[mains["llm_backend"] == backend]
+        mains = of_system(complete[complete["kind"] == "main"], backend)
         if mains.empty:  # a study that does not build on the main one: its own latest setup
-            mains = complete[complete["kind"] == kind]
-            if backend is not None:
-                mains = mains[mains["llm_backend"] == backend]
+            mains = of_system(complete[complete["kind"] == kind], backend)
         if mains.empty:
             return complete.iloc[0:0]
         anchor = mains.sort_values("id").iloc[-1]
@@ -506,11 +508,18 @@ class ResultsReader:
         return compute()
 
     @read_cached
+    def hybrid_per_query(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
+        """subset, query_id, hybrid_recall, hybrid_precision: each query's mean over the hybrid's runs."""
+        rows = self._rows(self._selected("hybrid", backend), ("subset", "query_id", *GOLD_SCORES))
+        return analysis.hybrid_per_query(rows, gold)
+
+    @read_cached
     def backends(self) -> list[str]:
-        """Backends with a complete main study, in name order: each has its own latest setup."""
+        """Systems with a complete main study, in name order, each with its own latest setup: a backend's name,
+        or "backend:model" for each model of a backend that has studies of several (the local models)."""
         runs = self._runs_frame()
         mains = runs[(runs["status"] == "complete") & (runs["kind"] == "main")]
-        return sorted(mains["llm_backend"].unique().tolist())
+        return system_keys(mains)
 
     @read_cached
     def leaderboard(self, gold: str = "api_list") -> pd.DataFrame:
@@ -523,11 +532,10 @@ class ResultsReader:
             for backend in self.backends():
                 setup = self.setup(backend) or {}
                 k = int(setup.get("k") or 5)
-                hybrid = self._rows(self._selected("hybrid", backend), ("subset", "query_id", *GOLD_SCORES))
                 parts.append(analysis.leaderboard_rows(setup.get("backend_label", backend),
                                                        provenance(setup, gold),
                                                        self.per_query(None, gold, k, backend),
-                                                       analysis.hybrid_per_query(hybrid, gold)))
+                                                       self.hybrid_per_query(gold, backend)))
             return (pd.concat(parts, ignore_index=True) if parts
                     else pd.DataFrame(columns=analysis.LEADERBOARD_COLUMNS))
         return compute()
@@ -592,6 +600,15 @@ class ResultsReader:
     def trajectory(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
         runs = self._selected("main", backend)
         return analysis.trajectory(self._per_run(runs, gold), analysis.planner_jaccard(self._rows(runs, JACCARD_SOURCE)))
+
+    @read_cached
+    def replies(self, backend: str | None = None) -> pd.DataFrame:
+        """Run 0's LLM replies in the main study: subset, query_id, arch, stub_fallback, stub_names and
+        stub_reasonings (PtR's; None on RtP rows), plan (None where the planner did not run): what
+        core.analysis.copying reads."""
+        rows = self._main(backend, REPLY_SOURCE)
+        columns = ["subset", "query_id", "arch", "stub_fallback", "stub_names", "stub_reasonings", "plan"]
+        return rows.loc[rows["run_index"] == 0, columns].reset_index(drop=True)
 
     @read_cached
     def cost(self, backend: str | None = None) -> pd.DataFrame:
@@ -666,6 +683,23 @@ class ResultsReader:
                                                  "discovery_prompt_version", "planner_prompt_version", "git_commit",
                                                  "k")},
                 "runs": int(main["run_index"].nunique()), "subsets": sorted(main["subset"].unique().tolist())}
+
+
+def system_keys(runs: pd.DataFrame) -> list[str]:
+    """The systems of these runs (see ResultsReader.backends)."""
+    pairs = runs[["llm_backend", "llm_model"]].drop_duplicates()
+    models = pairs.groupby("llm_backend")["llm_model"].nunique()
+    return sorted({b if models[b] == 1 else f"{b}:{m}" for b, m in pairs.itertuples(index=False)})
+
+
+def of_system(runs: pd.DataFrame, system: str | None) -> pd.DataFrame:
+    """Runs of one system: None is every run, "backend" every model of that backend (its latest study wins),
+    "backend:model" that model only."""
+    if system is None:
+        return runs
+    backend, _, model = system.partition(":")
+    mask = runs["llm_backend"] == backend
+    return runs[mask & (runs["llm_model"] == model)] if model else runs[mask]
 
 
 def _detail_block(row: QueryResult, run: pd.Series, hits: list[dict[str, Any]]) -> dict[str, Any]:

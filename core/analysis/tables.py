@@ -335,8 +335,10 @@ def cost(df: pd.DataFrame) -> pd.DataFrame:
     """Tokens per query (mean over every run's rows) per subset: RtP = planner only; PtR = discovery + planner.
 
     ptr_overhead = PtR tokens / RtP tokens - 1 (NaN when RtP used no tokens, e.g. the offline backend).
+    Planner tokens are means over the planned rows only (plan_refusal set): with a planner sample the other rows
+    hold no plan, and counting them as 0 would shrink the planner's cost. n_planned says how many there were.
     """
-    columns = ["subset", "n_queries", "rtp_tokens", "ptr_tokens", "ptr_discovery_tokens",
+    columns = ["subset", "n_queries", "n_planned", "rtp_tokens", "ptr_tokens", "ptr_discovery_tokens",
                "ptr_discovery_output_tokens", "ptr_planner_tokens", "ptr_overhead",
                "rtp_prompt_tokens", "rtp_output_tokens", "rtp_thoughts_tokens",
                "ptr_prompt_tokens", "ptr_output_tokens", "ptr_thoughts_tokens"]
@@ -351,14 +353,17 @@ def cost(df: pd.DataFrame) -> pd.DataFrame:
 
         plan_cols = [f"plan_{t}_tokens" for t in TOKEN_KINDS]
         stub_cols = [f"stub_{t}_tokens" for t in TOKEN_KINDS]
-        rtp_total, disc, ptr_plan = mean(rtp, plan_cols), mean(ptr, stub_cols), mean(ptr, plan_cols)
-        row = {"subset": subset, "n_queries": int(part["query_id"].nunique()), "rtp_tokens": rtp_total,
+        rtp_planned, ptr_planned = (frame[frame["plan_refusal"].notna()] if "plan_refusal" in frame else frame
+                                    for frame in (rtp, ptr))
+        rtp_total, disc, ptr_plan = mean(rtp_planned, plan_cols), mean(ptr, stub_cols), mean(ptr_planned, plan_cols)
+        row = {"subset": subset, "n_queries": int(part["query_id"].nunique()),
+               "n_planned": int(ptr_planned["query_id"].nunique()), "rtp_tokens": rtp_total,
                "ptr_tokens": disc + ptr_plan, "ptr_discovery_tokens": disc,
                "ptr_discovery_output_tokens": mean(ptr, ["stub_output_tokens"]), "ptr_planner_tokens": ptr_plan,
                "ptr_overhead": (disc + ptr_plan) / rtp_total - 1 if rtp_total > 0 else math.nan}
         for t in TOKEN_KINDS:
-            row[f"rtp_{t}_tokens"] = mean(rtp, [f"plan_{t}_tokens"])
-            row[f"ptr_{t}_tokens"] = mean(ptr, [f"plan_{t}_tokens", f"stub_{t}_tokens"])
+            row[f"rtp_{t}_tokens"] = mean(rtp_planned, [f"plan_{t}_tokens"])
+            row[f"ptr_{t}_tokens"] = mean(ptr_planned, [f"plan_{t}_tokens"]) + mean(ptr, [f"stub_{t}_tokens"])
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 

@@ -42,7 +42,7 @@ def _add_bench_flags(p: argparse.ArgumentParser, studies: tuple[Study, ...]) -> 
     p.add_argument("--db", help="results database URL (default: DATABASE_URL, else data/results.sqlite)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     for param in _params_of(studies).values():
-        p.add_argument(f"--{param.name.replace('_', '-')}", dest=param.name, type=K_PARSERS.get(param.name, param.parse),
+        p.add_argument(param.flag, dest=param.name, type=K_PARSERS.get(param.name, param.parse),
                        default=param.default, help=param.help)
     add_common(p, backend=True)
 

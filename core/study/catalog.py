@@ -98,12 +98,16 @@ def _sizes_text(sizes: Sequence[int | None]) -> str:
 
 @dataclass(frozen=True)
 class Param:
-    """One study parameter, as the bench flag `--name`."""
+    """One study parameter, as the bench flag `--name` (underscores written as dashes)."""
 
     name: str
     parse: Callable[[str], Any]
     default: Any
     help: str
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.name.replace('_', '-')}"
 
 
 @dataclass(frozen=True)
