@@ -21,7 +21,7 @@ from core.settings import PROJECT_ROOT
 from tests.helpers import divergence_columns, main_columns, run_study, trajectory_columns
 
 SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid", "router",
-            "cost", "backends", "distractors"}
+            "cost", "backends", "model_size", "distractors"}
 
 
 @pytest.fixture(scope="module")

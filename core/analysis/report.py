@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from core.analysis import paper as paper_figures
+from core.analysis import model_size, paper as paper_figures
 from core.analysis.tables import DISTRACTOR_NOTE, HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL, ptr_gain
 from core.analysis.reader import ResultsReader
 from core.analysis.router import ROUTER_NOTE
@@ -91,54 +91,65 @@ def backends_section(reader: ResultsReader, gold: str, paper: dict[str, Any]) ->
                     "Gemini): the retrieval half is the same code and index for all."}
 
 
-Section = Callable[[ResultsReader, str, "str | None", dict[str, Any]], dict[str, Any]]
+def model_size_section(reader: ResultsReader, gold: str, paper: dict[str, Any],
+                       queries: Mapping[tuple[str, int], str]) -> dict[str, Any]:
+    """The model-size answer (core.analysis.model_size): one row per discovery model and instruction subset."""
+    table = model_size.model_size_table(reader, paper, queries, gold)
+    return {"title": "Model size: PtR - RtP and hybrid - RtP recall@5 per discovery model, with Table 4's stub "
+                     "measures and the copy rate", "ours": records(table), "paper": None, "note": model_size.NOTE}
+
+
+# A section from the reader, the gold, the backend (None: the latest main study's), the paper's figures and the
+# queries' texts by (subset, query_id), which the store never holds (the copy rate reads them; {} leaves it out).
+Section = Callable[[ResultsReader, str, "str | None", dict[str, Any], Mapping[tuple[str, int], str]], dict[str, Any]]
 
 # One builder per report section; core.study.catalog says which study's runs feed each one.
 SECTIONS: dict[str, Section] = {
-    "main": lambda reader, gold, backend, paper: {
+    "main": lambda reader, gold, backend, paper, queries: {
         "title": "Main comparison (k=5): mean ± std over runs",
         "ours": records(reader.main_table(gold, backend)), "paper": paper_figures.main_rows(paper),
         "note": "p: one-sample t of PtR run means vs deterministic RtP (recall, precision), two-sample t "
                 "over run means (pass-rate proxy); n/a when runs do not vary. Paper pass rate is "
                 "ToolBench's LLM-judged one; ours is the " + PASS_RATE_DEFINITION},
-    "paired": lambda reader, gold, backend, paper: {
+    "paired": lambda reader, gold, backend, paper, queries: {
         "title": "Paired per-query tests (RtP vs PtR)", "ours": records(reader.paired_tests(gold, backend=backend)),
         "paper": None, "note": PAIRED_TESTS + "; the paper reports run-level tests only."},
-    "wins": lambda reader, gold, backend, paper: {
+    "wins": lambda reader, gold, backend, paper, queries: {
         "title": "Per-query outcomes (recall, means over runs)",
         "ours": records(reader.win_counts(gold, backend)), "paper": paper.get("per_query_wins_k5")},
-    "ksweep": lambda reader, gold, backend, paper: {
+    "ksweep": lambda reader, gold, backend, paper, queries: {
         "title": "k sweep", "ours": records(reader.ksweep(gold, backend)), "paper": paper.get("k_ablation")},
-    "scaling": lambda reader, gold, backend, paper: {
+    "scaling": lambda reader, gold, backend, paper, queries: {
         "title": "Registry scaling: recall over seeds, divergence of top-k sets",
         "ours": records(reader.scaling(gold, backend)), "notes": records(reader.scaling_notes(backend)),
         "paper": paper.get("scaling"),
         "note": "every sub-registry holds all gold APIs of the subset (both definitions); gold_share "
                 "is their share of it, so small sizes with a high gold_share inflate recall"},
-    "distractors": lambda reader, gold, backend, paper: {
+    "distractors": lambda reader, gold, backend, paper, queries: {
         "title": "Distractor scale (synthetic distractors beyond the real registry; beyond the paper)",
         "ours": records(reader.distractors(gold, backend)), "paper": None, "note": DISTRACTOR_NOTE},
-    "divergence": lambda reader, gold, backend, paper: {
+    "divergence": lambda reader, gold, backend, paper, queries: {
         "title": "Tool-selection divergence (PtR vs RtP top-k sets, full registry)",
         "ours": records(reader.divergence(backend)), "paper": paper.get("divergence_full_registry")},
-    "trajectory": lambda reader, gold, backend, paper: {
+    "trajectory": lambda reader, gold, backend, paper, queries: {
         "title": "Planner trajectory", "ours": records(reader.trajectory(gold, backend)),
         "paper": paper.get("trajectory")},
-    "stubs": lambda reader, gold, backend, paper: {
+    "stubs": lambda reader, gold, backend, paper, queries: {
         "title": "Stubs", "ours": records(reader.stub_stats(backend)), "paper": paper.get("stubs")},
-    "search_width": lambda reader, gold, backend, paper: {
+    "search_width": lambda reader, gold, backend, paper, queries: {
         "title": "Effective search width (APIs scored before the cut to k)",
         "ours": records(reader.search_width(backend)), "paper": None},
-    "hybrid": lambda reader, gold, backend, paper: {
+    "hybrid": lambda reader, gold, backend, paper, queries: {
         "title": "Hybrid discovery: PtR's stubs + the raw query (beyond the paper)",
         "ours": records(reader.hybrid_table(gold, backend)), "paper": None, "note": HYBRID_NOTE},
-    "router": lambda reader, gold, backend, paper: {
+    "router": lambda reader, gold, backend, paper, queries: {
         "title": "Adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated recall)",
         "ours": records(reader.router_table(gold, backend=backend)),
         "fit": _clean({**reader.router_fit(gold, backend=backend), **reader.router_signal(gold, backend=backend)}),
         "paper": None, "note": ROUTER_NOTE},
-    "backends": lambda reader, gold, backend, paper: backends_section(reader, gold, paper),
-    "cost": lambda reader, gold, backend, paper: {
+    "backends": lambda reader, gold, backend, paper, queries: backends_section(reader, gold, paper),
+    "model_size": lambda reader, gold, backend, paper, queries: model_size_section(reader, gold, paper, queries),
+    "cost": lambda reader, gold, backend, paper, queries: {
         "title": "Tokens per query", "ours": records(reader.cost(backend)),
         "routing": _clean(reader.routing_savings(backend)), "paper": paper.get("cost"),
         "note": "tokens as reported when each answer was produced (cache replays keep the original "
@@ -148,7 +159,7 @@ SECTIONS: dict[str, Section] = {
 
 def _study_section(study: catalog.Study) -> Section:
     """The section of a study with no builder of its own: its runs' recall and precision per subset, arch and k."""
-    return lambda reader, gold, backend, paper: {
+    return lambda reader, gold, backend, paper, queries: {
         "title": study.help + (" (beyond the paper)" if study.beyond_paper else ""),
         "ours": records(reader.study_table(study.name, gold, backend)), "paper": None}
 
@@ -158,9 +169,11 @@ class NoUsableRows(ValueError):
 
 
 def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | None = None,
-                 paper: dict[str, Any] | None = None) -> dict[str, Any]:
+                 paper: dict[str, Any] | None = None,
+                 queries: Mapping[tuple[str, int], str] | None = None) -> dict[str, Any]:
     """Every section of every declared study for the latest complete runs, study by study in the catalog's
-    order; `paper` defaults to data/paper_reference.json."""
+    order; `paper` defaults to data/paper_reference.json; `queries` (texts by (subset, query_id)) feed the copy
+    rate, which is left out without them."""
     if gold not in GOLD_NOTES:
         raise ValueError(f"gold must be one of {', '.join(GOLD_NOTES)}")
     paper = paper_figures.load_paper() if paper is None else paper
@@ -169,7 +182,8 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
     if failed and reader.main_table(gold, backend).empty:
         raise NoUsableRows(f"the complete runs hold no usable row ({failed:,} failed rows, e.g. an LLM outage): "
                            "rerun the study with `python -m core bench <study> --resume` once the LLM answers")
-    sections = {name: (SECTIONS[name] if name in SECTIONS else _study_section(study))(reader, gold, backend, paper)
+    sections = {name: (SECTIONS[name] if name in SECTIONS else _study_section(study))(reader, gold, backend, paper,
+                                                                                     queries or {})
                 for study in catalog.STUDIES for name in study.sections}
     return {"gold": gold, "gold_note": GOLD_NOTES[gold], "pass_rate_note": PASS_RATE_DEFINITION,
             "setup": _clean(setup), "status": _clean(reader.status()), "paper_setup": paper.get("setup"),
@@ -199,6 +213,12 @@ def _paper_lines(paper: Any) -> str:
     return "  paper: " + json.dumps(paper, separators=(", ", ": "))
 
 
+MODEL_SIZE_TEXT_COLUMNS = ["model", "parameters", "subset", "n", "ptr_minus_rtp", "ptr_low", "ptr_high",
+                           "hybrid_minus_rtp", "hybrid_low", "hybrid_high", "stubs_per_query", "unique_name_rate",
+                           "top1_match_rate", "cosine_correct", "cosine_incorrect", "stub_copy_rate", "plan_copy_rate",
+                           "planned_queries"]
+
+
 def render_text(report: dict[str, Any]) -> str:
     """The report for a terminal: setup, then each section with ours above the paper's figures."""
     setup = report.get("setup") or {}
@@ -219,7 +239,7 @@ def render_text(report: dict[str, Any]) -> str:
               _table(main["paper"], ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean", "ptr_std", "p_value"]),
               f"  {main['note']}", ""]
     for name, section in sections.items():  # the main table above, the backends side by side below
-        if name in ("main", "backends"):
+        if name in ("main", "backends", "model_size"):
             continue
         lines += [f"== {section['title']}", _table(section["ours"])]
         if section.get("notes"):
@@ -242,4 +262,6 @@ def render_text(report: dict[str, Any]) -> str:
     lines += [f"== {backends['title']}", _table(backends["wide"]), "  PtR minus RtP recall on G2_instruction:",
               _table(backends["g2_gain"]), "  planner trajectory per backend:", _table(backends["trajectory"]),
               "  stubs per backend:", _table(backends["stubs"]), f"  {backends['note']}", ""]
+    sizes = sections["model_size"]
+    lines += [f"== {sizes['title']}", _table(sizes["ours"], MODEL_SIZE_TEXT_COLUMNS), f"  {sizes['note']}", ""]
     return "\n".join(lines)

@@ -106,11 +106,22 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         if not reader.available():
             print(f"error: {reader.status()['error'] or 'no complete run stored yet'}", file=sys.stderr)
             return 1
-        report = build_report(reader, args.gold, args.report_backend)
+        report = build_report(reader, args.gold, args.report_backend, queries=query_texts(settings))
     except SQLAlchemyError as exc:  # e.g. a file damaged in the middle: "database disk image is malformed"
         raise open_error(url, exc) from None
     print(json.dumps(report, ensure_ascii=False, default=str) if args.json else render_text(report))
     return 0
+
+
+def query_texts(settings: Settings) -> dict[tuple[str, int], str]:
+    """The test queries' texts by (subset, query_id), for the copy rate; {} (and no copy rate) without the data."""
+    from core.data.loaders import queries_for
+
+    try:
+        return {(q.subset, q.query_id): q.query for q in queries_for(settings)}
+    except (OSError, ValueError) as exc:
+        print(f"note: no query texts ({exc}); the copy rate is left out", file=sys.stderr)
+        return {}
 
 
 def register(subparsers: argparse._SubParsersAction, handlers: dict) -> None:

@@ -153,7 +153,8 @@ STUDIES: tuple[Study, ...] = (
            Param("plan_sample", non_negative, 0, "plan only this many queries per subset, a stratified seeded sample "
                                                  "(core/study/sample.py), and retrieve for all (default 0: plan all)")),
           "core.study.main_study:bench",
-          ("main", "paired", "wins", "divergence", "trajectory", "stubs", "search_width", "router", "backends", "cost"),
+          ("main", "paired", "wins", "divergence", "trajectory", "stubs", "search_width", "router", "backends",
+           "model_size", "cost"),
           calls_llm=True),
     Study("ksweep", "recall/precision at k=1,3,5,10,20",
           (Param("ks", parse_ks, list(KSWEEP_KS), f"k values of the sweep (default {','.join(map(str, KSWEEP_KS))})"),),
