@@ -14,6 +14,7 @@ from ui import figures, tables
 from ui.safe import md
 from ui.index_job import index_job
 from ui.leaderboard import leaderboard
+from ui.model_size import model_size
 from ui.page_settings import current_settings
 from ui.resources import db_figure
 from ui.widgets import results_ready, safe_read
@@ -54,6 +55,12 @@ st.caption("Every backend's latest stored study beside the paper: the Results pa
            "tests behind it.")
 if results_ready(settings):
     leaderboard(settings, gold, key="lb_metric")
+
+st.subheader("Model size")
+st.caption("Is plan-then-retrieve's gain the decomposition or the model? PtR − RtP and hybrid − RtP recall@5 per "
+           "discovery model, with 95% intervals; every column and the downloads are on Results → Model size.")
+if results_ready(settings):
+    model_size(settings, gold, compact=True)
 
 st.subheader("Status")
 

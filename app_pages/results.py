@@ -22,6 +22,7 @@ from ui.safe import md
 from ui.page_settings import current_settings
 from ui.leaderboard import leaderboard
 from ui.resources import db_figure
+from ui.model_size import model_size
 from ui.widgets import download_buttons, results_ready, safe_read
 
 settings = current_settings()
@@ -337,8 +338,16 @@ def leaderboard_tab() -> None:
                "(the Planner tab defines each measure).")
 
 
+def model_size_tab() -> None:
+    """Is PtR's gain the decomposition or the model? Every discovery model's study against the paper's two."""
+    st.markdown("**PtR − RtP and hybrid − RtP by discovery model**: the offline heuristic (no model), each local "
+                "model and any other stored backend, each in its latest study, and the paper's Gemini 2.5 Flash "
+                "and gpt-oss-120b. The same retrieval code and index serve every row: only the stub writer differs.")
+    model_size(settings, gold)
+
+
 TABS = {"Main table": main_tab, "k sweep": ksweep_tab, "Scaling": scaling_tab, "Per query": per_query_tab,
-        "Beyond the paper": beyond_tab, "Leaderboard": leaderboard_tab, "Token cost": cost_tab, "Planner": planner_tab,
+        "Beyond the paper": beyond_tab, "Leaderboard": leaderboard_tab, "Model size": model_size_tab, "Token cost": cost_tab, "Planner": planner_tab,
         "Runs": runs_tab}
 STUDY_TABS = {"main": "Main table", "ksweep": "k sweep", "scaling": "Scaling", "hybrid": "Beyond the paper",
               "distractors": "Scaling"}

@@ -470,3 +470,36 @@ def hybrid_bars(table: pd.DataFrame, k: int = 5) -> go.Figure:
     fig.update_layout(barmode="group")
     fig.update_yaxes(title_text=f"recall@{k}", rangemode="tozero")
     return _layout(fig, title)
+
+
+def model_size(table: pd.DataFrame, k: int = 5) -> go.Figure:
+    """The model-size answer: per instruction subset, PtR - RtP and hybrid - RtP recall@k for each discovery model
+    (core.analysis.model_size), ours with bootstrap 95% intervals, the paper's as open markers with none."""
+    title = f"PtR − RtP and hybrid − RtP recall@{k} by discovery model"
+    if table.empty:
+        return empty(title, "No stored main study yet: run `make results-models`.")
+    subsets = [s for s in subset_order(table["subset"])]
+    fig = make_subplots(rows=1, cols=len(subsets), shared_yaxes=True, subplot_titles=subsets, horizontal_spacing=0.03)
+    models = list(dict.fromkeys(table["model"]))
+    for col, subset in enumerate(subsets, 1):
+        part = table[table["subset"] == subset].set_index("model").reindex(models)
+        for arch, column in (("ptr", "ptr_minus_rtp"), ("hybrid", "hybrid_minus_rtp")):
+            values = part[column].astype(float)
+            low, high = part[column.replace("minus_rtp", "low")], part[column.replace("minus_rtp", "high")]
+            paper = (part["source"] == "paper").tolist()
+            fig.add_trace(go.Scatter(
+                x=[plot_text(m, 40) for m in models], y=values, mode="markers", legendgroup=arch,
+                name=f"{ARCH_NAMES[arch]} − RtP", showlegend=col == 1,
+                marker={"color": ARCH_COLORS[arch], "size": 11, "symbol": [
+                    ("circle" if arch == "ptr" else "diamond") + ("-open" if p else "") for p in paper]},
+                error_y={"type": "data", "array": (high.astype(float) - values).tolist(),
+                         "arrayminus": (values - low.astype(float)).tolist(), "visible": True},
+                customdata=np.stack([part["n"].astype(object), part["parameters"].astype(object)], axis=-1),
+                hovertemplate="%{x}<br>" + f"{ARCH_NAMES[arch]} − RtP " + "%{y:.3f}<br>n %{customdata[0]} · "
+                              "parameters %{customdata[1]}<extra></extra>"), row=1, col=col)
+        fig.add_hline(y=0, line={"color": "#888", "width": 1}, row=1, col=col)
+    fig.update_yaxes(title_text=f"recall@{k} difference", row=1, col=1)
+    fig.update_xaxes(tickangle=-35)
+    fig = _layout(fig, title, 480)
+    fig.update_layout(margin={"b": 150})
+    return fig
