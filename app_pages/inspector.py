@@ -17,7 +17,10 @@ from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
 from ui.safe import md, one_line
 from ui.page_settings import current_settings, shared_choices
-from ui.resources import available_backends, commit, inspect_live, results, with_backend
+from core.study.live import live_query
+from ui.live_view import LiveColumns, replay
+from ui.resources import (available_backends, backend_title, commit, live_results, remember, results,
+                          with_backend)
 from ui.inspector_view import K_MAX, K_MIN, View, parse_view, with_gold
 from ui.gold_section import gold_section
 from ui.widgets import (arch_column, describe, error, hybrid_section, index_gate, json_download, quiet_retriever,
@@ -57,7 +60,7 @@ if params != state.get("insp_applied"):
     else:
         state["insp_text"] = view.text
     state["insp_k"] = view.k
-    state["insp_backend"] = view.backend or settings.llm_backend
+    state["insp_backend"] = view.backend or backends[0]
     state["insp_messages"] = messages
 for message in state.pop("insp_messages", []):
     st.warning(md(message, 300), icon=":material/link_off:")
@@ -80,9 +83,9 @@ else:
                         placeholder="What should the agent do? e.g. Find hotels in Paris and convert 200 EUR to USD")
 knob_k, knob_backend = st.columns(2)
 k = knob_k.slider("k", K_MIN, K_MAX, key="insp_k")
-backend = knob_backend.selectbox("LLM backend", backends, key="insp_backend",
-                                 help="offline = the offline heuristic, not an LLM; local = gemma-3-270m (or "
-                                      "LOCAL_MODEL) on llama.cpp in this process, installed by `make llm`")
+backend = knob_backend.selectbox("LLM backend", backends, key="insp_backend", format_func=backend_title,
+                                 help="Every local model installed here (`make llm MODEL=<name>` adds one), run by "
+                                      "llama.cpp in this process; the offline heuristic is no LLM at all.")
 
 linkable = not query and len(text) <= MAX_URL_QUERY and undecodable_at(text) is None  # refused below anyway
 view = View(text if linkable else "", (query.subset, query.query_id) if query else None, k, backend)
@@ -130,30 +133,31 @@ if not stored:
     if retriever is None:
         st.stop()
     lookup = describe(retriever.registry)
-    quick = with_gold(inspect_live(text, k, retriever, run_settings, archs="rtp"), gold)
-    with rtp_slot:
-        rtp_box = st.empty()
-        with rtp_box.container():
-            arch_column("rtp", quick["rtp"], lookup, k)
-    # PtR's column first (its stubs and plan), then RtP's plan: with an LLM each call takes a second or
-    # two, and the call cache lets the full result below reuse the PtR calls made here.
-    with ptr_slot:
-        ptr_box = st.empty()
+    router_box = st.empty()  # the router needs RtP's top-1 only: drawn with RtP's column, before any LLM call
+
+    def draw_router(rtp_block: dict) -> None:
+        if safe_read(settings, ResultsReader.available):
+            with router_box.container():
+                router_verdict(rtp_block.get("top1_score"),
+                               safe_read(settings, ResultsReader.router_fit, gold=gold_def, k=k))
+
+    columns = LiveColumns(rtp_slot.empty(), ptr_slot.empty(), st.empty(), st.empty(), lookup, k, gold,
+                          backend_title(backend), on_rtp=draw_router)
+    done = live_results()
+    live_key = (view_key, backend, run_settings.llm_model, retriever.registry.content_hash)
+    if live_key in done:
+        result, seconds, failure = done[live_key]
+        replay(columns, result, seconds, failure)
+    else:
         try:
-            with ptr_box.container(), st.spinner("Writing stubs and PtR's plan…"):
-                early = inspect_live(text, k, retriever, run_settings, archs="ptr", plans=True)
-            if early.get("ptr"):
-                with ptr_box.container():
-                    arch_column("ptr", with_gold(early, gold)["ptr"], lookup, k)
-            with rtp_slot, st.spinner("RtP's plan…"):
-                result = inspect_live(text, k, retriever, run_settings)
+            result = live_query(text, k, retriever, run_settings, columns.emit)
         except Exception as exc:  # noqa: BLE001 - an LLM or planner failure must not hide RtP
-            result, failure = quick, f"PtR and the planners failed: {exc}"
-        if result.get("llm_error"):
-            failure = f"The {backend} backend cannot run: {result['llm_error']}"
+            failure = f"PtR and the planners failed: {exc}"
+            result = {"query": text, "k": k, "rtp": columns.result.get("rtp")}
+            replay(columns, result, columns.seconds, failure)
+        if not result.get("llm_error") and failure is None:  # a model not installed yet is asked again next time
+            remember(done, live_key, (result, columns.seconds, failure))
     result = with_gold(result, gold)
-    with rtp_box.container():
-        arch_column("rtp", result["rtp"], lookup, k)
 else:
     result = with_gold(result, gold)
     registry_name = (result.get("provenance") or {}).get("registry_name")
@@ -164,14 +168,9 @@ else:
         lookup = describe(None)
     with rtp_slot:
         arch_column("rtp", result.get("rtp"), lookup, k, stored=True)
-
-if stored:
     with ptr_slot:
         arch_column("ptr", result.get("ptr"), lookup, k, failure=failure, stored=True)
-else:
-    with ptr_box.container():
-        arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
-hybrid_section(result.get("hybrid"), lookup, k)
+    hybrid_section(result.get("hybrid"), lookup, k)
 if stored:
     registry_name = (result.get("provenance") or {}).get("registry_name")
     trace_settings = settings.with_(registry=registry_name) if registry_name in ("full", "documented") else settings
@@ -179,7 +178,7 @@ if stored:
 gold_section(text, result, query, gold_def, k, retriever)
 if stored and query is not None and retriever is None:
     rerun_when_index_ready(trace_settings)
-if safe_read(settings, ResultsReader.available):
+if stored and safe_read(settings, ResultsReader.available):
     router_verdict((result.get("rtp") or {}).get("top1_score"), safe_read(settings, ResultsReader.router_fit, gold=gold_def, k=k))
 
 st.divider()
@@ -189,7 +188,7 @@ with info:
         with st.expander("Provenance of the stored outputs"):
             st.json(result.get("provenance") or {})
     else:
-        st.caption(f"Computed live · registry {md(settings.registry)} · backend {md(backend)}"
+        st.caption(f"Computed live · registry {md(settings.registry)} · {md(backend_title(backend), 80)}"
                    + (f" · gold = {gold_def}" if gold is not None else " · no gold for free text"))
     if query is None and len(text) > MAX_URL_QUERY:
         st.warning(f"The link omits this query: it has {len(text):,} characters, more than a URL carries "
@@ -201,7 +200,7 @@ with actions:
     if len(text) <= MAX_URL_QUERY:
         st.page_link("app_pages/registry.py", label="Show on the embedding map", icon=":material/scatter_plot:",
                      query_params={"q": text})
-    live_source = {"computed": "live", "backend_label": run_settings.backend_label, "llm_backend": backend,
+    live_source = {"computed": "live", "backend_label": run_settings.backend_label, "llm_backend": run_settings.llm_backend,
                    "llm_model": run_settings.llm_model, "embedding_model": settings.embedding_model,
                    "registry": settings.registry, "gold": gold_def if gold is not None else None, "k": k,
                    "commit": commit()[:10]}

@@ -66,6 +66,8 @@ def parse_view(params: Mapping[str, str], default_k: int, backends: Collection[s
         else:
             messages.append(f"The link's k {raw[:20]!r} is not a whole number from {K_MIN} to {K_MAX}; using k={k}.")
     backend = params.get("backend") or None
+    if backend == "local" and backend not in backends:  # a link from before the model picker: the first model
+        backend = next((b for b in backends if b.startswith("local:")), backend)
     if backend is not None and backend not in backends:
         messages.append(f"The link asks for the LLM backend {backend[:40]!r}, which is not configured here "
                         f"(available: {', '.join(backends)}).")

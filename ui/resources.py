@@ -20,7 +20,9 @@ from core.data.loaders import registry_for
 from core.data.registry import UNKNOWN_CATEGORY
 from core.analysis.provenance import provenance_line
 from core.analysis.reader import ResultsReader
+from core.agents.llm.local_model import installed_models
 from core.backends import BACKEND_LIST
+from core.local_models import LOCAL_MODELS
 from core.settings import Settings
 from core.study.gold_trace import GoldTrace, trace_gold
 from core.study.store import git_commit, sqlite_path
@@ -30,16 +32,34 @@ from ui.safe import plot_text
 MAP_SAMPLE = 5_000  # registry vectors the PCA map is fitted on and draws
 
 
+def system_of(settings: Settings) -> str:
+    """The Inspector's name for a configured backend: "local:<model>" for the local one, else the backend's."""
+    return f"local:{settings.llm_model}" if settings.llm_backend == "local" else settings.llm_backend
+
+
 def available_backends(settings: Settings) -> list[str]:
-    """Backends the Inspector offers: the configured one, then every declared backend that needs no key and
-    no server (the local model, which says how to install it when it is not; the offline heuristic)."""
-    anywhere = sorted((b for b in BACKEND_LIST if b.needs_nothing), key=lambda b: not b.is_llm)  # LLMs first
-    return list(dict.fromkeys([settings.llm_backend, *(b.name for b in anywhere)]))
+    """What the Inspector offers: the configured backend, every installed local model ("local:<model>"; plain
+    "local", which says how to install one, when none is), then every other backend that needs no key and no
+    server (the offline heuristic)."""
+    local = [f"local:{spec.name}" for spec in installed_models(settings.cache_dir)] or ["local"]
+    others = [b.name for b in sorted(BACKEND_LIST, key=lambda b: not b.is_llm) if b.needs_nothing and b.name != "local"]
+    return list(dict.fromkeys([system_of(settings), *local, *others]))
 
 
-def with_backend(settings: Settings, backend: str) -> Settings:
-    """Settings using `backend`, which must be one of available_backends(settings)."""
-    return settings.with_backend(backend)
+def backend_title(system: str) -> str:
+    """A picker's label: the local model's own label, the offline heuristic named as no LLM."""
+    backend, _, model = system.partition(":")
+    if backend == "local":
+        spec = LOCAL_MODELS.get(model)
+        return f"local · {spec.label}" if spec else f"local · {model or 'not installed'}"
+    return "offline heuristic (not an LLM)" if backend == "offline" else backend
+
+
+def with_backend(settings: Settings, system: str) -> Settings:
+    """Settings using `system`, one of available_backends(settings): a backend, or "local:<model>"."""
+    backend, _, model = system.partition(":")
+    chosen = settings.with_backend(backend)
+    return chosen.with_(local_model=model, llm_model=model) if backend == "local" and model else chosen
 
 
 @st.cache_resource(show_spinner=False)
@@ -100,6 +120,22 @@ def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, ar
                         settings)
     except _Uncached as uncached:
         return uncached.result
+
+
+LIVE_RESULTS = 64  # finished live inspections kept (shared by every session), oldest dropped first
+
+
+@st.cache_resource(show_spinner=False)
+def live_results() -> dict:
+    """Finished live inspections by (view, backend, model, registry): a rerun of the page (another gold, a widget
+    elsewhere) redraws them at once instead of asking the model again."""
+    return {}
+
+
+def remember(done: dict, key: tuple, value: Any) -> None:
+    done[key] = value
+    while len(done) > LIVE_RESULTS:
+        done.pop(next(iter(done)))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

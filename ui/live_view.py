@@ -1,0 +1,133 @@
+"""The Inspector's live columns, drawn stage by stage as core.study.live emits them: RtP's column at once, PtR's
+stubs while the model writes them (each with its own top hits as soon as it is complete), then PtR's merged hits,
+the hybrid, and the two plans, with the seconds each stage took."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from core.data.toolbench import ApiKey
+from core.study import metrics
+from core.study.live import Stage
+from ui.inspector_view import with_gold
+from ui.safe import md
+from ui.widgets import arch_column, hybrid_section
+
+WRITING_REFRESH_S = 0.1  # the partial reply is redrawn at most this often (a model writes 40-60 tokens a second)
+STAGE_NAMES = {"rtp": "RtP hits", "first_stub": "first stub", "ptr": "stubs + PtR hits", "hybrid": "hybrid hits",
+               "ptr_plan": "PtR plan", "rtp_plan": "RtP plan"}
+
+
+def stage_line(seconds: dict[str, float]) -> str:
+    """"RtP hits 0.04 s · first stub 1.31 s · …": when each stage was done, counted from the query's start."""
+    return " · ".join(f"{label} {seconds[name]:.2f} s" for name, label in STAGE_NAMES.items() if name in seconds)
+
+
+@dataclass
+class LiveColumns:
+    """Placeholders for the two columns and the hybrid, and what has arrived so far."""
+
+    rtp_box: Any
+    ptr_box: Any
+    hybrid_box: Any
+    times_box: Any
+    lookup: Callable[[ApiKey], Any]
+    k: int
+    gold: Collection[ApiKey] | None
+    model: str
+    on_rtp: Callable[[dict], None] | None = None  # what else the page draws from RtP's column alone
+    result: dict = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    stubs: list[dict] = field(default_factory=list)
+    _stub_area: Any = None
+    _writing: Any = None
+    _drawn_at: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.result.setdefault("k", self.k)
+
+    def emit(self, stage: Stage) -> None:
+        """Draws one stage (core.study.live.live_query's `emit`)."""
+        name = stage.name
+        if name in STAGE_NAMES:
+            self.seconds[name] = stage.seconds
+        if name == "rtp":
+            self.result["rtp"] = stage.data
+            self._draw_rtp()
+            if self.on_rtp is not None:
+                self.on_rtp(stage.data)
+            self._start_ptr()
+        elif name == "writing":
+            if time.perf_counter() - self._drawn_at >= WRITING_REFRESH_S:
+                self._drawn_at = time.perf_counter()
+                self._writing.code(stage.data[-400:], language="json", wrap_lines=True)
+        elif name == "stub":
+            self.seconds.setdefault("first_stub", stage.seconds)
+            self._draw_stub(stage)
+        elif name == "ptr":
+            self.result["ptr"] = stage.data
+            self._draw_ptr()
+        elif name == "hybrid":
+            self.result["hybrid"] = stage.data
+            with self.hybrid_box.container():
+                hybrid_section(with_gold({"hybrid": stage.data}, self.gold)["hybrid"], self.lookup, self.k)
+        elif name == "ptr_plan":
+            self._draw_ptr()
+        elif name == "rtp_plan":
+            self._draw_rtp()
+        elif name == "llm_error":
+            with self.ptr_box.container():
+                arch_column("ptr", None, self.lookup, self.k, failure=f"The {self.model} backend cannot run: "
+                                                                      f"{stage.data}")
+        self.times_box.caption(f"Live, stage by stage ({md(self.model, 80)}): {stage_line(self.seconds)}")
+
+    def _draw_rtp(self) -> None:
+        with self.rtp_box.container():
+            arch_column("rtp", with_gold(self.result, self.gold)["rtp"], self.lookup, self.k)
+
+    def _draw_ptr(self) -> None:
+        with self.ptr_box.container():
+            arch_column("ptr", with_gold(self.result, self.gold)["ptr"], self.lookup, self.k)
+
+    def _start_ptr(self) -> None:
+        with self.ptr_box.container():
+            st.subheader("Plan-then-Retrieve")
+            st.caption(f"{md(self.model, 80)} is writing stubs; each stub is searched as soon as it is complete.")
+            self._stub_area = st.container()
+            self._writing = st.empty()
+
+    def _draw_stub(self, stage: Stage) -> None:
+        stub = stage.data
+        self.stubs.append(stub)
+        top = stub["hits"][:3]
+        flags = (metrics.gold_flags([(h["tool_name"], h["api_name"]) for h in top], self.gold) if self.gold
+                 else [False] * len(top))
+        found = ", ".join(("✅ " if flag else "") + md(f"{h['tool_name'].strip()}/{h['api_name'].strip()}", 60)
+                          for h, flag in zip(top, flags))
+        reasoning = f": {md(stub['reasoning'], 200)}" if stub.get("reasoning") else ""
+        with self._stub_area:
+            st.markdown(f"- **{md(stub['name'], 80)}**{reasoning} · {stage.seconds:.2f} s  \n"
+                        f"  its own top hits → {found or 'none'}")
+
+
+def replay(columns: LiveColumns, result: dict, seconds: dict[str, float], failure: str | None = None) -> None:
+    """A finished live result drawn at once (a rerun of the page, the cache): the same columns, the same times."""
+    columns.result, columns.seconds = {"k": columns.k, **result}, dict(seconds)
+    columns._draw_rtp()
+    if columns.on_rtp is not None and result.get("rtp"):
+        columns.on_rtp(result["rtp"])
+    if result.get("ptr") is not None:
+        columns._draw_ptr()
+    else:
+        with columns.ptr_box.container():
+            arch_column("ptr", None, columns.lookup, columns.k,
+                        failure=failure or (f"The {columns.model} backend cannot run: {result['llm_error']}"
+                                            if result.get("llm_error") else None))
+    if result.get("hybrid"):
+        with columns.hybrid_box.container():
+            hybrid_section(with_gold({"hybrid": result["hybrid"]}, columns.gold)["hybrid"], columns.lookup, columns.k)
+    columns.times_box.caption(f"Live ({md(columns.model, 80)}), when each stage was done: {stage_line(seconds)}")
