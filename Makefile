@@ -76,25 +76,29 @@ results-local: llm
 	$(PY) -m core pack
 
 # The model-size study (README: "The model-size study"): each Qwen model's stubs, PtR and hybrid for every
-# query, both planners on a stratified sample of 60 per subset, and the k sweep; then gemma-3-270m again with
-# its planner's fixed refusal marker (prompt version fewshot-...), planners on the same sample. Resumable: run it again
-# after a stop and it continues from the call cache and the stored rows. Hours on 2 cores.
+# query, both planners on a stratified sample of 60 per subset, and the k sweep; the instruction subsets of both
+# models first (the model-size table's), then the 0.5B's other subsets, then gemma-3-270m again with its planner's
+# fixed refusal marker. Resumable: run it again after a stop and it continues from the stored rows (and the call
+# cache). Many hours on 2 cores: `core pack` now and then keeps what is done in data/results.sqlite.gz.
 QWEN_15B := qwen2.5-coder-1.5b-instruct-q4_k_m
 QWEN_05B := qwen2.5-coder-0.5b-instruct-q4_k_m
 GEMMA := gemma-3-270m-q4_k_m
+INSTRUCTION := G1_instruction,G2_instruction,G3_instruction
+MAIN_ARGS := --runs 1 --plan-sample 60 --concurrency 4 --resume
 LOCAL_STUDY := LLM_BACKEND=local LOCAL_INSTANCES=2 LOCAL_THREADS=1 nice -n 10 $(PY) -m core bench
 results-models:
 	$(MAKE) llm MODEL=all
-	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) main --subsets G1_instruction,G2_instruction,G3_instruction --runs 1 \
-	  --plan-sample 60 --concurrency 4 --resume
-	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) ksweep --subsets G1_instruction,G2_instruction,G3_instruction --resume
-	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) hybrid --subsets G1_instruction,G2_instruction,G3_instruction --resume
-	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) main --subsets all --runs 1 --plan-sample 60 --concurrency 4 --resume
-	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) ksweep --subsets all --resume
+	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) main --subsets $(INSTRUCTION) $(MAIN_ARGS)
+	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) hybrid --subsets $(INSTRUCTION) --resume
+	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) main --subsets $(INSTRUCTION) $(MAIN_ARGS)
+	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) hybrid --subsets $(INSTRUCTION) --resume
+	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) ksweep --subsets $(INSTRUCTION) --resume
+	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) main --subsets all $(MAIN_ARGS)
 	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) hybrid --subsets all --resume
-	LOCAL_MODEL=$(GEMMA) $(LOCAL_STUDY) main --subsets all --runs 1 --plan-sample 60 --concurrency 4 --resume
-	LOCAL_MODEL=$(GEMMA) $(LOCAL_STUDY) ksweep --subsets all --resume
+	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) ksweep --subsets all --resume
+	LOCAL_MODEL=$(GEMMA) $(LOCAL_STUDY) main --subsets all $(MAIN_ARGS)
 	LOCAL_MODEL=$(GEMMA) $(LOCAL_STUDY) hybrid --subsets all --resume
+	LOCAL_MODEL=$(GEMMA) $(LOCAL_STUDY) ksweep --subsets all --resume
 	$(PY) -m core pack
 
 perf: $(STAMP)

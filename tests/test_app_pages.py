@@ -74,7 +74,7 @@ def test_overview_shows_explanation_chart_status_and_offline_banner(app_env, ind
     no_exception(at)
     assert at.title[0].value == "Tool Discovery Lab"
     assert any("offline heuristic, not an LLM" in w for w in texts(at, "warning"))
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("plotly_chart")) == 2  # the crossover and the model-size answer
     status = at.dataframe[-1].value.set_index("")["status"]
     assert status["Registry"] == f"full · {len(APIS)} APIs" and "offline heuristic" in status["LLM backend"]
     assert re.match(r"\d+ complete runs \(.*main \d+", status["Results"])
@@ -133,9 +133,11 @@ def test_the_local_backend_is_offered_and_says_why_it_cannot_run(app_env, index_
     monkeypatch.setenv("LOCAL_MODEL", str(tmp_path / "missing.gguf"))
     at = page("app_pages/inspector.py", {"q": "Find hotels in Paris", "backend": "local"})
     no_exception(at)
-    assert at.selectbox[0].options == ["offline", "local"] and at.selectbox[0].value == "local"
+    picker = at.selectbox[0]  # options as labelled: the configured backend, LOCAL_MODEL's file, the installed models
+    assert picker.options[:2] == ["offline heuristic (not an LLM)", "local · missing"] and picker.value == "local:missing"
+    assert all(o.startswith("local · ") for o in picker.options[2:])
     assert [s.value for s in at.subheader][0] == "RtP · Retrieve-then-Plan" and len(at.expander) >= 5
-    [message] = [e.replace("\\", "") for e in texts(at, "error") if "local backend cannot run" in e]
+    [message] = [e.replace("\\", "") for e in texts(at, "error") if "local · missing cannot run" in e]
     assert "LOCAL_MODEL points at" in message and "missing.gguf, which is not a file" in message
 
 
@@ -221,7 +223,7 @@ class FailingClient:
 
 def test_llm_failure_mid_query_keeps_rtp(app_env, index_ready, monkeypatch) -> None:
     """A failing LLM: PtR falls back to the raw query, the planners report errors, RtP shows in full."""
-    monkeypatch.setattr("core.study.single_query.make_agents", lambda settings, retriever, use_cache=True: Agents(
+    monkeypatch.setattr("core.study.live.make_agents", lambda settings, retriever, use_cache=True: Agents(
         LLMStubWriter(FailingClient()), LLMPlanner(FailingClient(), retriever.registry.get)))
     at = page("app_pages/inspector.py", {"q": "Tell me a random joke about football"})
     no_exception(at)
@@ -236,7 +238,7 @@ def test_unexpected_ptr_crash_is_contained_to_its_column(app_env, index_ready, m
     def broken(*args, **kwargs):
         raise RuntimeError("stub writer crashed")
 
-    monkeypatch.setattr("core.study.single_query.make_agents", broken)
+    monkeypatch.setattr("core.study.live.make_agents", broken)
     at = page("app_pages/inspector.py", {"q": "Weather forecast for a city and a joke"})
     no_exception(at)
     assert len(at.expander) == 5  # RtP's hits
@@ -254,8 +256,8 @@ def test_hostile_description_is_shown_as_text(app_env, index_ready) -> None:
 
 # ---------------------------------------------------------------- results, examples, stubs, registry
 
-RESULT_TABS = ["Main table", "k sweep", "Scaling", "Per query", "Beyond the paper", "Leaderboard", "Token cost", "Planner",
-               "Runs"]
+RESULT_TABS = ["Main table", "k sweep", "Scaling", "Per query", "Beyond the paper", "Leaderboard", "Model size",
+               "Token cost", "Planner", "Runs"]
 
 
 def test_results_page_renders_only_the_open_tab_named_in_the_url(app_env) -> None:

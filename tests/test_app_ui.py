@@ -124,9 +124,13 @@ def test_exports_carry_their_provenance() -> None:
     fields = provenance(setup, "relevant")
     assert fields == {"backend_label": "offline heuristic, not an LLM", "llm_backend": "offline",
                       "llm_model": "heuristic-v1", "embedding_model": "all-MiniLM-L6-v2",
-                      "registry": "full (47,038 APIs)", "gold": "relevant", "k": 5, "runs": 1, "commit": "0123456789"}
+                      "registry": "full (47,038 APIs)", "gold": "relevant", "k": 5, "runs": 1,
+                      "plans": "all queries", "commit": "0123456789"}
     assert provenance_line(fields) == ("offline heuristic, not an LLM · all-MiniLM-L6-v2 · full (47,038 APIs) · "
                                        "gold relevant · k 5 · commit 0123456789")
+    sampled = provenance({**setup, "planner_sample": {"per_subset": 60, "seed": 0}}, "relevant")
+    assert sampled["plans"] == "sample of 60 per subset (stratified, seed 0)"
+    assert provenance_line(sampled).endswith("commit 0123456789 · plans: sample of 60 per subset (stratified, seed 0)")
     table = pd.DataFrame({"subset": ["G1_instruction"], "k": [10], "recall": [0.5]})
     exported = tables.with_provenance(table, fields)
     assert exported["k"].tolist() == [10]  # the row's own k wins

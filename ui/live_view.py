@@ -81,8 +81,7 @@ class LiveColumns:
             self._draw_rtp()
         elif name == "llm_error":
             with self.ptr_box.container():
-                arch_column("ptr", None, self.lookup, self.k, failure=f"The {self.model} backend cannot run: "
-                                                                      f"{stage.data}")
+                arch_column("ptr", None, self.lookup, self.k, failure=f"{self.model} cannot run: {stage.data}")
         self.times_box.caption(f"Live, stage by stage ({md(self.model, 80)}): {stage_line(self.seconds)}")
 
     def _draw_rtp(self) -> None:
@@ -125,7 +124,7 @@ def replay(columns: LiveColumns, result: dict, seconds: dict[str, float], failur
     else:
         with columns.ptr_box.container():
             arch_column("ptr", None, columns.lookup, columns.k,
-                        failure=failure or (f"The {columns.model} backend cannot run: {result['llm_error']}"
+                        failure=failure or (f"{columns.model} cannot run: {result['llm_error']}"
                                             if result.get("llm_error") else None))
     if result.get("hybrid"):
         with columns.hybrid_box.container():

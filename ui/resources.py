@@ -22,7 +22,7 @@ from core.analysis.provenance import provenance_line
 from core.analysis.reader import ResultsReader
 from core.agents.llm.local_model import installed_models
 from core.backends import BACKEND_LIST
-from core.local_models import LOCAL_MODELS
+from core.local_models import LOCAL_MODELS, model_name_of
 from core.settings import Settings
 from core.study.gold_trace import GoldTrace, trace_gold
 from core.study.store import git_commit, sqlite_path
@@ -41,7 +41,8 @@ def available_backends(settings: Settings) -> list[str]:
     """What the Inspector offers: the configured backend, every installed local model ("local:<model>"; plain
     "local", which says how to install one, when none is), then every other backend that needs no key and no
     server (the offline heuristic)."""
-    local = [f"local:{spec.name}" for spec in installed_models(settings.cache_dir)] or ["local"]
+    configured = [f"local:{model_name_of(settings.local_model)}"] if settings.local_model else []
+    local = [*configured, *(f"local:{spec.name}" for spec in installed_models(settings.cache_dir))] or ["local"]
     others = [b.name for b in sorted(BACKEND_LIST, key=lambda b: not b.is_llm) if b.needs_nothing and b.name != "local"]
     return list(dict.fromkeys([system_of(settings), *local, *others]))
 
@@ -59,7 +60,10 @@ def with_backend(settings: Settings, system: str) -> Settings:
     """Settings using `system`, one of available_backends(settings): a backend, or "local:<model>"."""
     backend, _, model = system.partition(":")
     chosen = settings.with_backend(backend)
-    return chosen.with_(local_model=model, llm_model=model) if backend == "local" and model else chosen
+    if backend != "local" or not model:
+        return chosen
+    path = settings.local_model if model_name_of(settings.local_model) == model else model  # LOCAL_MODEL=path kept
+    return chosen.with_(local_model=path, llm_model=model)
 
 
 @st.cache_resource(show_spinner=False)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 PROVENANCE_FIELDS = ("backend_label", "llm_backend", "llm_model", "embedding_model", "registry", "gold", "k", "runs",
-                     "commit")
+                     "plans", "commit")
 
 
 def provenance(setup: dict[str, Any] | None, gold: str | None = None, k: int | None = None) -> dict[str, Any]:
@@ -19,7 +19,15 @@ def provenance(setup: dict[str, Any] | None, gold: str | None = None, k: int | N
             "llm_model": setup.get("llm_model"), "embedding_model": setup.get("embedding_model"),
             "registry": f"{registry} ({int(size):,} APIs)" if registry and size else registry,
             "gold": gold, "k": setup.get("k") if k is None else k, "runs": setup.get("runs"),
+            "plans": plans_text(setup.get("planner_sample")) if setup else None,
             "commit": str(setup.get("git_commit") or "")[:10] or None}
+
+
+def plans_text(sample: dict[str, Any] | None) -> str:
+    """Which queries the planners ran on: every one, or a named sample (pass rates and plan measures are its)."""
+    if not sample:
+        return "all queries"
+    return f"sample of {sample.get('per_subset')} per subset (stratified, seed {sample.get('seed')})"
 
 
 def provenance_line(fields: dict[str, Any]) -> str:
@@ -29,4 +37,6 @@ def provenance_line(fields: dict[str, Any]) -> str:
         parts.append(str(fields["llm_model"]))
     parts += [str(fields[f]) for f in ("embedding_model", "registry") if fields.get(f)]
     parts += [f"{f} {fields[f]}" for f in ("gold", "k", "commit") if fields.get(f) is not None]
+    if fields.get("plans") and fields["plans"] != "all queries":
+        parts.append(f"plans: {fields['plans']}")
     return " · ".join(p for p in parts if p)

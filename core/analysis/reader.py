@@ -74,7 +74,8 @@ latest complete run counts.
   dict`: the adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated, see analysis.router).
 - `setup(backend=None) -> dict | None`: provenance of the selected main study (registry_name,
   registry_size, registry_hash, embedding_model, llm_backend, llm_model, backend_label, prompt
-  versions, git_commit, k, runs, subsets); None when no main study is complete.
+  versions, git_commit, k, runs, subsets, planner_sample: None, or the sample the plans are of); None when no
+  main study is complete.
 Every table method also takes `backend=None` to pick another backend's setup. Empty frames keep
 their columns when nothing is stored.
 """
@@ -385,7 +386,7 @@ class ResultsReader:
     def _per_run(self, runs: pd.DataFrame, gold: str | None = None) -> pd.DataFrame:
         """Run means computed in SQL (AVG skips NULL, as the analyses skip undefined values), shaped like
         analysis.run_means: subset, arch, k, run_index, sub_size, sub_seed, the RUN_MEANS columns (and
-        with `gold`, the trajectory_means columns), n."""
+        with `gold`, the trajectory_means columns), n, n_planned (rows with a plan: fewer with a planner sample)."""
         ids = tuple(runs["id"].tolist())
         return self._cached(("per_run", ids, gold), lambda: self._load_per_run(runs, ids, gold))
 
@@ -396,12 +397,12 @@ class ResultsReader:
         if engine is not None and ids:
             parts = [part for name, expr in means.items() for part in
                      ((*exact_sums(expr), func.count(expr)) if name in FRACTIONS else (func.avg(cast(expr, Float)),))]
-            query = (select(QueryResult.run_id, func.count(), *parts)
+            query = (select(QueryResult.run_id, func.count(), func.count(QueryResult.plan_refusal), *parts)
                      .where(QueryResult.run_id.in_(ids), QueryResult.error.is_(None)).group_by(QueryResult.run_id))
             with engine.connect() as conn:
                 data = conn.execute(query).all()
-        frame = pd.DataFrame([(run_id, *_run_means(values, means), n) for run_id, n, *values in data],
-                             columns=["run_id", *means, "n"])
+        frame = pd.DataFrame([(run_id, *_run_means(values, means), n, planned) for run_id, n, planned, *values in data],
+                             columns=["run_id", *means, "n", "n_planned"])
         for name in means:
             frame[name] = frame[name].astype(float)
         meta = runs[["id", "subset", "arch", "k", "run_index", "sub_size", "sub_seed"]].rename(columns={"id": "run_id"})
@@ -682,7 +683,15 @@ class ResultsReader:
                                                  "llm_backend", "llm_model", "backend_label",
                                                  "discovery_prompt_version", "planner_prompt_version", "git_commit",
                                                  "k")},
-                "runs": int(main["run_index"].nunique()), "subsets": sorted(main["subset"].unique().tolist())}
+                "runs": int(main["run_index"].nunique()), "subsets": sorted(main["subset"].unique().tolist()),
+                "planner_sample": _planner_sample(main)}
+
+
+def _planner_sample(main: pd.DataFrame) -> dict[str, Any] | None:
+    """The planner sample the main runs were planned on ({per_subset, seed, stratified_by, strata}), or None when
+    every query was planned."""
+    samples = [c.get("planner_sample") for c in main["config"] if isinstance(c, dict) and c.get("planner_sample")]
+    return samples[-1] if samples else None
 
 
 def system_keys(runs: pd.DataFrame) -> list[str]:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from core.analysis import model_size, paper as paper_figures
 from core.analysis.tables import DISTRACTOR_NOTE, HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL, ptr_gain
+from core.analysis.provenance import plans_text
 from core.analysis.reader import ResultsReader
 from core.analysis.router import ROUTER_NOTE
 from core.data.toolbench import subset_order
@@ -225,7 +226,8 @@ def render_text(report: dict[str, Any]) -> str:
     lines = ["Tool Discovery Lab: study report",
              f"setup: registry {setup.get('registry_name')} ({setup.get('registry_size')} APIs), "
              f"embeddings {setup.get('embedding_model')}, {setup.get('backend_label')}, "
-             f"{setup.get('runs')} run(s), commit {str(setup.get('git_commit'))[:12]}",
+             f"{setup.get('runs')} run(s), plans of {plans_text(setup.get('planner_sample'))}, "
+             f"commit {str(setup.get('git_commit'))[:12]}",
              f"paper: {(report.get('paper_setup') or {}).get('embedding_model')}, "
              f"{(report.get('paper_setup') or {}).get('llm')}, registry {(report.get('paper_setup') or {}).get('registry_size')}",
              report["gold_note"], report["pass_rate_note"], ""]

@@ -115,7 +115,10 @@ def cmd_perf(args: argparse.Namespace, settings: Settings) -> int:
         from core.cli.llm_perf import run_llm_perf
 
         args.backend = "local"
-        report = run_llm_perf(settings_for(args), per_subset=args.llm_per_subset)
+        base = settings_for(args)
+        reports = [run_llm_perf(base.with_(local_model=name, llm_model=name), per_subset=args.llm_per_subset)
+                   for name in _models_named(args.model, base)]
+        report = reports[0] if len(reports) == 1 else {"models": reports}
     else:
         from core.cli.perf import run_perf
 
@@ -242,6 +245,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p.add_argument("--llm", action="store_true",
                    help="measure the local LLM instead: tokens/s, call latencies, the runner's overhead, 2 in flight")
     p.add_argument("--llm-per-subset", type=positive, default=4, help="with --llm: sample queries per subset")
+    p.add_argument("--model", default="", help="with --llm: a declared local model or `all` (default: LOCAL_MODEL's)")
     add_common(p)
     handlers["perf"] = cmd_perf
 

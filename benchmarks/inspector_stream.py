@@ -1,0 +1,72 @@
+"""The live Inspector's stage times per local model, warm, as the page gets them (core.study.live.live_query).
+
+For each model (`--model NAME|all`, default: every installed one): load it and answer one warm-up query, then
+run `--queries` benchmark queries (the first of each instruction subset, in turn) with no call cache and report,
+per stage, the median and worst seconds from the query's start: RtP's column, the first stub visible (its hits
+searched), every stub and PtR's merged hits, and PtR's whole column (its plan too). Goals (issue 21, 2 cores,
+warm): RtP <= 1 s; first stub <= 4 s with the 1.5B; PtR column <= 6 s with the 0.5B and <= 15 s with the 1.5B.
+Prints the machine's load beside the figures: they mean little on a busy machine.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.agents.llm.local_model import installed_models  # noqa: E402
+from core.data.loaders import queries_for  # noqa: E402
+from core.local_models import LOCAL_MODELS  # noqa: E402
+from core.retrieval.assemble import build_retriever  # noqa: E402
+from core.settings import Settings  # noqa: E402
+from core.study.live import Stage, live_query  # noqa: E402
+
+SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
+GOALS = {"rtp": 1.0, "first_stub": {"qwen2.5-coder-1.5b-instruct-q4_k_m": 4.0},
+         "ptr_column": {"qwen2.5-coder-0.5b-instruct-q4_k_m": 6.0, "qwen2.5-coder-1.5b-instruct-q4_k_m": 15.0}}
+
+
+def stage_times(text: str, retriever, settings: Settings) -> dict[str, float]:
+    seen: dict[str, float] = {}
+
+    def emit(stage: Stage) -> None:
+        name = "first_stub" if stage.name == "stub" else stage.name
+        seen.setdefault(name, stage.seconds)
+
+    live_query(text, 5, retriever, settings, emit, use_cache=False)
+    return {"rtp": seen["rtp"], "first_stub": seen.get("first_stub", float("nan")), "ptr_hits": seen["ptr"],
+            "ptr_column": seen["ptr_plan"], "rtp_plan": seen["rtp_plan"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="", help="a declared model, or all (default: every installed one)")
+    parser.add_argument("--queries", type=int, default=6)
+    args = parser.parse_args()
+    base = Settings.from_env().with_(llm_backend="local", registry="full")
+    names = ([s.name for s in installed_models(base.cache_dir)] if args.model in ("", "all") else [args.model])
+    retriever, _ = build_retriever(base)
+    by_subset = {s: queries_for(base, s) for s in SUBSETS}
+    texts = [by_subset[SUBSETS[i % 3]][1 + i // 3].query for i in range(args.queries)]
+    warm = by_subset["G1_instruction"][0].query
+    report: dict = {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0], "queries": len(texts), "models": {}}
+    for name in names:
+        settings = base.with_(local_model=name, llm_model=name)
+        stage_times(warm, retriever, settings)  # loads the model; the prompts' shared prefix is then cached
+        runs = [stage_times(text, retriever, settings) for text in texts]
+        figures = {stage: {"p50_s": round(statistics.median(r[stage] for r in runs), 2),
+                           "max_s": round(max(r[stage] for r in runs), 2)} for stage in runs[0]}
+        goals = {stage: goal if isinstance(goal, float) else goal.get(name) for stage, goal in GOALS.items()}
+        figures["goals_met"] = {stage: figures[stage]["p50_s"] <= goal for stage, goal in goals.items() if goal}
+        report["models"][LOCAL_MODELS[name].label] = figures
+    report["load_after"] = os.getloadavg()[0]
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
