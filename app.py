@@ -36,8 +36,11 @@ PAGES = [
     st.Page("app_pages/stubs.py", title="Stubs", icon=":material/psychology:", url_path="stubs"),
     st.Page("app_pages/registry.py", title="Registry", icon=":material/inventory_2:", url_path="registry"),
 ]
-REGISTRY_LABELS = {"full": "full (~47k APIs, the paper's scale)", "documented": "documented (4,940 APIs)"}
-GOLD_LABELS = {"api_list": "api_list (paper-comparable)", "relevant": "relevant (ToolBench)"}
+# Bound pickers show their values and describe them in captions: Streamlit writes a bound picker's *displayed*
+# text into the URL and drops a URL value that is not one, so with a format_func a shared `?gold=relevant` opened
+# as api_list (and the address bar carried "relevant (ToolBench)" instead).
+REGISTRY_CAPTIONS = {"full": "~47k APIs, the paper's scale", "documented": "4,940 APIs"}
+GOLD_CAPTIONS = {"api_list": "paper-comparable", "relevant": "ToolBench's"}
 
 st.set_page_config(page_title="Tool Discovery Lab", page_icon=":material/travel_explore:", layout="wide")
 page = st.navigation(PAGES)
@@ -52,9 +55,9 @@ except ValueError as exc:  # a bad REGISTRY or LLM_BACKEND value: say which, and
 # reloaded or shared link shows the same numbers; the pages bind their own pickers the same way.
 with st.sidebar:
     st.radio("Registry", REGISTRIES, key="registry", index=REGISTRIES.index(settings.registry),
-             format_func=REGISTRY_LABELS.get, bind="query-params",
+             captions=[REGISTRY_CAPTIONS[r] for r in REGISTRIES], bind="query-params",
              help="Which API registry the live index searches. Results pages show what the benchmark stored.")
-    st.radio("Gold APIs", list(GOLD_LABELS), key="gold", format_func=GOLD_LABELS.get, bind="query-params",
+    st.radio("Gold APIs", list(GOLD_CAPTIONS), key="gold", captions=list(GOLD_CAPTIONS.values()), bind="query-params",
              help="api_list: the APIs a query was generated from (close to the paper's ground truth). "
                   "relevant: ToolBench's 'relevant APIs'. Every number on every page uses this choice.")
     st.slider("Default k", 1, 20, value=5, key="k_default", bind="query-params",

@@ -39,8 +39,8 @@ except DataNotFoundError:
 # Every filter is bound to the URL (?ex_subset=…&ex_outcome=…&ex_text=…&ex_diff=…): a filtered view is a link.
 subsets = top[1].multiselect("Subset", subset_order(per_query["subset"]), placeholder="all subsets",
                              key="ex_subset", bind="query-params")
-outcomes = top[2].multiselect("Outcome", list(OUTCOME_NAMES), format_func=OUTCOME_NAMES.get, placeholder="any outcome",
-                              key="ex_outcome", bind="query-params")
+outcomes = top[2].multiselect("Outcome", list(OUTCOME_NAMES), placeholder="any outcome", key="ex_outcome",
+                              bind="query-params", help="rtp_wins, ptr_wins: higher recall; tie; both_miss: both 0")
 text = top[3].text_input("Text in query or stubs", placeholder="e.g. weather", key="ex_text", bind="query-params")
 diff = st.slider("Recall difference (PtR − RtP)", -1.0, 1.0, (-1.0, 1.0), step=0.05, key="ex_diff",
                  bind="query-params")

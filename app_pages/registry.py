@@ -20,7 +20,7 @@ from ui.widgets import error, index_gate, quiet_retriever
 SHOWN_ROWS = 500  # a search for "a" would otherwise ship 47k rows to the browser
 SEMANTIC_TOP = 100
 DOC_SOURCES = {"full": "described (ToolBench documentation)", "name_only": "name only (no description)"}
-MODES = {"words": "words (substring)", "meaning": "meaning (the index, as RtP ranks)"}
+MODES = {"words": "substring", "meaning": "the index, as RtP ranks"}
 
 settings = current_settings()
 st.title("Registry")
@@ -36,11 +36,11 @@ def search_tab() -> None:
     line = st.columns([3, 2])
     text = line[0].text_input("Search tool, API name or description", key="reg_search", bind="query-params",
                               placeholder="e.g. weather, currency, instagram")
-    mode = line[1].radio("Match by", list(MODES), format_func=MODES.get, key="reg_mode", horizontal=True,
+    mode = line[1].radio("Match by", list(MODES), captions=list(MODES.values()), key="reg_mode", horizontal=True,
                          bind="query-params")
     picks = st.columns([1, 2])
-    doc_sources = picks[0].multiselect("Document", list(DOC_SOURCES), format_func=DOC_SOURCES.get, key="reg_doc",
-                                       placeholder="described and name-only", bind="query-params")
+    doc_sources = picks[0].multiselect("Document", list(DOC_SOURCES), key="reg_doc", placeholder="full and name_only",
+                                       bind="query-params", help="; ".join(f"{k}: {v}" for k, v in DOC_SOURCES.items()))
     category_names = sorted(frame["category"].unique(), key=lambda c: (c == UNKNOWN_CATEGORY, c))
     chosen = picks[1].multiselect("Category", category_names, key="reg_cat", placeholder="every category",
                                   bind="query-params")

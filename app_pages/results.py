@@ -23,8 +23,9 @@ from ui.page_settings import current_settings
 from ui.leaderboard import leaderboard
 from ui.resources import db_figure
 from ui.model_size import model_size
-from ui.widgets import download_buttons, results_ready, safe_read
+from ui.widgets import accept_slug, download_buttons, results_ready, safe_read
 
+LATEST = "latest"  # the latest main study, whichever backend or model wrote it
 settings = current_settings()
 gold = st.session_state.get("gold", "api_list")
 st.title("Results")
@@ -35,10 +36,10 @@ runs = safe_read(settings, ResultsReader.runs)
 mains = runs[(runs["kind"] == "main") & (runs["status"] == "complete")] if isinstance(runs, pd.DataFrame) else None
 backends = system_keys(mains) if mains is not None and len(mains) else []
 left, right = st.columns([1, 3])
-backend = left.selectbox("Runs of backend or model", [None, *backends],
-                         format_func=lambda b: "latest main study" if b is None else b, key="runs_of",
+backend = left.selectbox("Runs of backend or model", [LATEST, *backends], key="runs_of",
                          bind="query-params",
                          help="Tables use the latest complete runs of one setup (registry, model, backend, prompts).")
+backend = None if backend == LATEST else backend
 setup = safe_read(settings, ResultsReader.setup, backend=backend)
 if not setup:
     st.info("No complete main study for this choice yet.")
@@ -354,6 +355,7 @@ STUDY_TABS = {"main": "Main table", "ksweep": "k sweep", "scaling": "Scaling", "
 TABS.update({s.name: study_tab(s) for s in catalog.STUDIES if s.name not in STUDY_TABS})
 # Only the open tab runs and is sent to the browser (8 tabs of charts made warm loads slow); ?tab= in the
 # URL names it, so a tab can be shared.
+accept_slug("tab", list(TABS))
 for tab, render in zip(st.tabs(list(TABS), key="tab", bind="query-params"), TABS.values()):
     if tab.open:
         with tab:

@@ -57,8 +57,9 @@ if isinstance(cosines, pd.DataFrame):
 
 k = int(setup.get("k", 5))
 table_subsets = subset_order(stats["subset"]) if isinstance(stats, pd.DataFrame) else []
-subset_filter = st.selectbox("Subset for the tables below", [None, *table_subsets], format_func=lambda s: s or "all",
-                             key="stub_subset", bind="query-params")
+subset_filter = st.selectbox("Subset for the tables below", ["all", *table_subsets], key="stub_subset",
+                             bind="query-params")
+subset_filter = None if subset_filter == "all" else subset_filter
 
 
 def show(df: object, name: str, empty: str, table_gold: str = gold) -> None:

@@ -33,7 +33,7 @@ def leaderboard(settings: Settings, gold: str, key: str) -> pd.DataFrame | None:
     if board is None or board.empty:
         st.info("No complete main study yet: run `python -m core bench main`.")
         return board
-    metric = st.radio("Leaderboard metric", list(METRICS), format_func=METRICS.get, horizontal=True, key=key,
+    metric = st.radio("Leaderboard metric", list(METRICS), horizontal=True, key=key, help="at k = 5",
                       bind="query-params")
     view = leaderboard_view(board, metric)
     subsets = subset_order(board["subset"])

@@ -6,7 +6,7 @@ through ui.safe.md before any markdown-rendering call, or is shown with st.text 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -281,3 +281,20 @@ def router_verdict(top1: float | None, fit: dict | None) -> None:
 def json_download(obj: dict, name: str) -> None:
     st.download_button("Download this view as JSON", json.dumps(obj, indent=1, ensure_ascii=False).encode(),
                        f"{name}.json", "application/json", icon=":material/download:")
+
+
+def slug(label: str) -> str:
+    """A label as a link writes it by hand: lower case, words joined by dashes ("k sweep" -> "k-sweep")."""
+    return "-".join(label.lower().split())
+
+
+def accept_slug(key: str, labels: Sequence[str]) -> None:
+    """Let a hand-written link name a bound picker's option by its slug (?tab=k-sweep): Streamlit's binding knows
+    only the label it writes itself (?tab=k+sweep, what a copied address holds) and drops anything else, so the
+    slug's option is chosen here, before the widget. The address bar then shows the label once it is clicked."""
+    wanted = st.query_params.get(key)
+    if wanted is None or wanted in labels or key in st.session_state:
+        return
+    match = next((label for label in labels if slug(label) == slug(wanted)), None)
+    if match is not None:
+        st.session_state[key] = match
