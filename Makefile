@@ -77,8 +77,9 @@ results-local: llm
 
 # The model-size study (README: "The model-size study"): each Qwen model's stubs, PtR and hybrid for every
 # query, both planners on a stratified sample of 60 per subset, and the k sweep; the instruction subsets of both
-# models first (the model-size table's), then the 0.5B's other subsets, then gemma-3-270m again with its planner's
-# fixed refusal marker. Resumable: run it again after a stop and it continues from the stored rows (and the call
+# models first, subset by subset (G2, the multi-tool question, first), so that each finished invocation leaves
+# complete runs; then the 0.5B's other subsets, then gemma-3-270m again with its planner's fixed refusal marker.
+# Resumable: run it again after a stop and it continues from the stored rows (and the call
 # cache). Many hours on 2 cores: `core pack` now and then keeps what is done in data/results.sqlite.gz.
 QWEN_15B := qwen2.5-coder-1.5b-instruct-q4_k_m
 QWEN_05B := qwen2.5-coder-0.5b-instruct-q4_k_m
@@ -88,11 +89,11 @@ MAIN_ARGS := --runs 1 --plan-sample 60 --concurrency 4 --resume
 LOCAL_STUDY := LLM_BACKEND=local LOCAL_INSTANCES=2 LOCAL_THREADS=1 nice -n 10 $(PY) -m core bench
 results-models:
 	$(MAKE) llm MODEL=all
-	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) main --subsets $(INSTRUCTION) $(MAIN_ARGS)
-	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) hybrid --subsets $(INSTRUCTION) --resume
-	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) main --subsets $(INSTRUCTION) $(MAIN_ARGS)
-	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) hybrid --subsets $(INSTRUCTION) --resume
-	LOCAL_MODEL=$(QWEN_15B) $(LOCAL_STUDY) ksweep --subsets $(INSTRUCTION) --resume
+	for subset in G2_instruction G1_instruction G3_instruction; do for model in $(QWEN_05B) $(QWEN_15B); do \
+	  LOCAL_MODEL=$$model $(LOCAL_STUDY) main --subsets $$subset $(MAIN_ARGS) || exit 1; done; done
+	for model in $(QWEN_05B) $(QWEN_15B); do \
+	  LOCAL_MODEL=$$model $(LOCAL_STUDY) hybrid --subsets $(INSTRUCTION) --resume && \
+	  LOCAL_MODEL=$$model $(LOCAL_STUDY) ksweep --subsets $(INSTRUCTION) --resume || exit 1; done
 	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) main --subsets all $(MAIN_ARGS)
 	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) hybrid --subsets all --resume
 	LOCAL_MODEL=$(QWEN_05B) $(LOCAL_STUDY) ksweep --subsets all --resume

@@ -11,7 +11,7 @@ import streamlit as st
 
 from core.settings import REGISTRIES, DataNotFoundError
 from ui.index_job import index_job
-from ui.page_settings import base_settings, current_settings
+from ui.page_settings import LATEST_STUDY, base_settings, current_settings
 
 
 def start_index() -> None:
@@ -25,6 +25,8 @@ def start_index() -> None:
 
 start_index()
 
+from core.analysis.reader import DEFAULT_STUDY_RULE  # noqa: E402
+from ui.resources import stored_studies  # noqa: E402
 from ui.safe import md  # noqa: E402
 from ui.widgets import error, offline_banner  # noqa: E402
 
@@ -62,6 +64,8 @@ with st.sidebar:
                   "relevant: ToolBench's 'relevant APIs'. Every number on every page uses this choice.")
     st.slider("Default k", 1, 20, value=5, key="k_default", bind="query-params",
               help="How many APIs each architecture retrieves.")
+    st.selectbox("Study", [LATEST_STUDY, *stored_studies(settings)], key="study", bind="query-params",
+                 help=f"Which stored study the results pages show; {LATEST_STUDY}: {DEFAULT_STUDY_RULE}.")
     st.caption(f"LLM backend: **{md(settings.backend_label, 80)}**  \nEmbedding model: {md(settings.embedding_model, 80)}")
 
 settings = current_settings()

@@ -11,7 +11,7 @@ from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
 from ui import tables
 from ui.figures import OUTCOME_NAMES
-from ui.page_settings import current_settings
+from ui.page_settings import chosen_study, current_settings
 from ui.safe import md
 from ui.widgets import download_buttons, results_ready, safe_read
 
@@ -21,12 +21,13 @@ st.title("Examples")
 if not results_ready(settings):
     st.stop()
 
-setup = safe_read(settings, ResultsReader.setup) or {}
-sweep = safe_read(settings, ResultsReader.ksweep, gold=gold)
+study = chosen_study()
+setup = safe_read(settings, ResultsReader.setup, backend=study) or {}
+sweep = safe_read(settings, ResultsReader.ksweep, gold=gold, backend=study)
 ks = sorted({int(setup.get("k", 5)), *(sweep["k"].astype(int).tolist() if isinstance(sweep, pd.DataFrame) else [])})
 top = st.columns([1, 2, 2, 2])
 k = top[0].selectbox("k", ks, index=ks.index(int(setup.get("k", 5))), key="ex_k", bind="query-params")
-per_query = safe_read(settings, ResultsReader.per_query, None, gold=gold, k=k)
+per_query = safe_read(settings, ResultsReader.per_query, None, gold=gold, k=k, backend=study)
 if per_query is None or per_query.empty:
     st.info(f"No per-query results at k = {k} yet.")
     st.stop()

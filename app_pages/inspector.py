@@ -16,7 +16,7 @@ from core.data.loaders import queries_for, registry_for
 from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
 from ui.safe import md, one_line
-from ui.page_settings import current_settings, shared_choices
+from ui.page_settings import chosen_study, current_settings, shared_choices
 from core.study.live import live_query
 from ui.live_view import LiveColumns, replay
 from ui.resources import (available_backends, backend_title, commit, live_results, remember, results,
@@ -118,7 +118,7 @@ result, failure = None, None
 if query is not None and state.get("insp_live") != view_key:
     try:
         if results(settings).available():
-            result = results(settings).query_detail(query.subset, query.query_id, k=k)
+            result = results(settings).query_detail(query.subset, query.query_id, k=k, backend=chosen_study())
     except Exception as exc:  # noqa: BLE001 - a broken database falls back to live computation
         st.caption(f"Stored outputs unavailable ({md(exc, 200)}); computing live.")
 stored = result is not None

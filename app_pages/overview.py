@@ -1,19 +1,19 @@
-"""Overview: what the study compares, the headline crossover next to the paper's, and what is loaded."""
+"""Overview: what the study compares; whether each stored study shows the paper's crossover, in its own numbers,
+with every backend's series in one chart; the leaderboard; the model-size answer; and what is loaded."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from core.analysis.provenance import provenance, provenance_line
+from core.analysis.headlines import crossover_lines
 from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
 from core.study.dburl import shown
-from core.analysis import paper
-from ui import figures, tables
+from ui import figures
 from ui.safe import md
 from ui.index_job import index_job
-from ui.leaderboard import leaderboard
+from ui.leaderboard import leaderboard, leaderboard_board
 from ui.model_size import model_size
 from ui.page_settings import current_settings
 from ui.resources import db_figure
@@ -26,34 +26,24 @@ st.title("Tool Discovery Lab")
 st.markdown(
     "**Retrieve-then-Plan (RtP)** embeds the user's request as it is and hands the k most similar of ~47,000 APIs "
     "to the planner. **Plan-then-Retrieve (PtR)** first has an LLM write abstract tool stubs (hypothesised function "
-    "names with a reason), searches with each stub and keeps the best-scoring k of their union. The paper finds RtP "
-    "better on single-tool queries (G1) and PtR better on multi-tool queries (G2, G3): a crossover this lab "
-    "reproduces, probes query by query, and extends.")
+    "names with a reason), searches with each stub and keeps the best-scoring k of their union. The paper reports "
+    "RtP better on single-tool queries (G1) and PtR better on multi-tool queries (G2, G3): a crossover. Below, each "
+    "stored study says whether it shows one, from its own numbers.")
 
-ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
-chart, side = st.columns([3, 2])
-with chart:
-    if results_ready(settings):
-        main = safe_read(settings, ResultsReader.main_table, gold=gold)
-        setup = safe_read(settings, ResultsReader.setup) or {}
-        if main is not None and setup:
-            source = provenance(setup, gold)
-            chart_fig = db_figure(settings, ("crossover", gold, None, "recall"), lambda: figures.crossover(
-                main, paper.main_points(ref), "recall", int(setup["k"]), setup["backend_label"], gold), source)
-            st.plotly_chart(chart_fig, width="stretch")
-            st.caption(f"Ours: mean ± std over {setup['runs']} run(s); {md(provenance_line(source), 300)}. "
-                       "Paper: open diamonds (gte-base, Gemini 2.5 Flash, 46,984 APIs, 4 runs), on the three subsets "
-                       "it reports.")
-with side:
-    st.markdown("**The paper's figures** (k = 5, Gemini 2.5 Flash)")
-    points = paper.main_points(ref)
-    st.dataframe(tables.paper_table(points[points["metric"].isin(["recall", "precision"])]), hide_index=True,
-                 width="stretch")
-
-st.subheader("Leaderboard")
-st.caption("Every backend's latest stored study beside the paper: the Results page has the same table and the "
-           "tests behind it.")
 if results_ready(settings):
+    board = leaderboard_board(settings, gold)
+    if board is not None and not board.empty:
+        st.markdown("\n".join(f"- **{md(system, 80)}**: {md(verdict, 300)}"
+                               for system, verdict in crossover_lines(board)))
+        st.plotly_chart(db_figure(settings, ("crossover_backends", gold, "recall"),
+                                  lambda: figures.crossover_backends(board, "recall"), {"gold": gold, "k": 5}),
+                        width="stretch")
+        st.caption("Every backend and model in its latest stored study, each as its own series (line style), and the "
+                   "paper's. Results → Leaderboard has the intervals and the precision view.")
+
+    st.subheader("Leaderboard")
+    st.caption("Every backend's latest stored study beside the paper: the Results page has the same table and the "
+               "tests behind it.")
     leaderboard(settings, gold, key="lb_metric")
 
 st.subheader("Model size")

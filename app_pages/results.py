@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from core.analysis.provenance import provenance, provenance_line
-from core.analysis.reader import ResultsReader, system_keys
+from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
 from core.analysis import tables as analysis, router
@@ -19,36 +19,43 @@ from core.study import catalog
 from core.analysis import index_scale, paper
 from ui import figures, tables
 from ui.safe import md
-from ui.page_settings import current_settings
+from ui.page_settings import chosen_study, current_settings
 from ui.leaderboard import leaderboard
 from ui.resources import db_figure
 from ui.model_size import model_size
 from ui.widgets import accept_slug, download_buttons, results_ready, safe_read
 
-LATEST = "latest"  # the latest main study, whichever backend or model wrote it
 settings = current_settings()
 gold = st.session_state.get("gold", "api_list")
 st.title("Results")
 if not results_ready(settings):
     st.stop()
 
-runs = safe_read(settings, ResultsReader.runs)
-mains = runs[(runs["kind"] == "main") & (runs["status"] == "complete")] if isinstance(runs, pd.DataFrame) else None
-backends = system_keys(mains) if mains is not None and len(mains) else []
-left, right = st.columns([1, 3])
-backend = left.selectbox("Runs of backend or model", [LATEST, *backends], key="runs_of",
-                         bind="query-params",
-                         help="Tables use the latest complete runs of one setup (registry, model, backend, prompts).")
-backend = None if backend == LATEST else backend
+backend = chosen_study()  # the sidebar's Study (None: DEFAULT_STUDY_RULE)
 setup = safe_read(settings, ResultsReader.setup, backend=backend)
 if not setup:
     st.info("No complete main study for this choice yet.")
     st.stop()
 source = provenance(setup, gold)
 system = setup["backend_label"]
-right.caption(f"Setup: {md(provenance_line(source), 300)} · {setup['runs']} run(s). Every download and chart "
-              "carries these fields.")
+st.caption(f"Study: {md(provenance_line(source), 300)} · {setup['runs']} run(s). Every download and chart "
+           "carries these fields; the sidebar's Study picks another.")
 ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
+
+
+def study_for(kind: str) -> tuple[str | None, dict]:
+    """(system, provenance) of the runs of `kind` this tab shows: the chosen study's, or by DEFAULT_STUDY_RULE the
+    latest study that has them, said in one line."""
+    found = safe_read(settings, ResultsReader.study_with, kind, backend=backend)
+    if found == backend or found is None:
+        return backend, source
+    if found == "":
+        return backend, source  # no study has any: the tab's own empty message says what to run
+    other = safe_read(settings, ResultsReader.setup, backend=found) or {}
+    label = other.get("backend_label") or found
+    st.info(f"The chosen study ({md(system, 80)}) has no {kind} runs; this tab shows the latest study that has "
+            f"them: {md(label, 80)}.", icon=":material/swap_horiz:")
+    return found, provenance(other, gold) if other else source
 
 
 def main_tab() -> None:
@@ -94,25 +101,27 @@ def main_tab() -> None:
 
 def ksweep_tab() -> None:
     """Recall or precision against k, ours beside the paper's."""
-    sweep = safe_read(settings, ResultsReader.ksweep, gold=gold, backend=backend)
+    shown, shown_source = study_for("ksweep")
+    sweep = safe_read(settings, ResultsReader.ksweep, gold=gold, backend=shown)
     if sweep is not None:
         metric = st.radio("Metric", ["recall", "precision"], horizontal=True, key="res_k_metric", bind="query-params")
-        st.plotly_chart(db_figure(settings, ("ksweep", gold, backend, metric), lambda: figures.ksweep(
-            sweep, paper.ksweep_points(ref), metric, system), source), width="stretch")
+        st.plotly_chart(db_figure(settings, ("ksweep", gold, shown, metric), lambda: figures.ksweep(
+            sweep, paper.ksweep_points(ref), metric, shown_source["backend_label"]), shown_source), width="stretch")
         st.dataframe(sweep, hide_index=True, width="stretch")
-        download_buttons(sweep, f"ksweep_{gold}", source)
+        download_buttons(sweep, f"ksweep_{gold}", shown_source)
 
 
 def scaling_tab() -> None:
     """Recall and divergence against registry size."""
-    scale = safe_read(settings, ResultsReader.scaling, gold=gold, backend=backend)
+    shown, shown_source = study_for("scaling")
+    scale = safe_read(settings, ResultsReader.scaling, gold=gold, backend=shown)
     if scale is not None:
-        st.plotly_chart(db_figure(settings, ("scaling", gold, backend),
-                                  lambda: figures.scaling(scale, paper.scaling_divergence_points(ref)), source),
+        st.plotly_chart(db_figure(settings, ("scaling", gold, shown),
+                                  lambda: figures.scaling(scale, paper.scaling_divergence_points(ref)), shown_source),
                         width="stretch")
         st.dataframe(scale, hide_index=True, width="stretch")
-        download_buttons(scale, f"scaling_{gold}", source)
-        notes = safe_read(settings, ResultsReader.scaling_notes, backend=backend)
+        download_buttons(scale, f"scaling_{gold}", shown_source)
+        notes = safe_read(settings, ResultsReader.scaling_notes, backend=shown)
         if isinstance(notes, pd.DataFrame) and len(notes):
             st.caption("Sizes skipped:")
             st.dataframe(notes, hide_index=True)
@@ -122,13 +131,14 @@ def scaling_tab() -> None:
 def beyond_the_registry(scale: pd.DataFrame) -> None:
     """The curve continued with SYNTHETIC distractors (the distractors study) and the index benchmark's table."""
     st.subheader("Beyond the real registry: distractor scale (synthetic)")
-    far = safe_read(settings, ResultsReader.distractors, gold=gold, backend=backend)
+    shown, shown_source = study_for("distractors")
+    far = safe_read(settings, ResultsReader.distractors, gold=gold, backend=shown)
     if far is not None:
-        st.plotly_chart(db_figure(settings, ("distractors", gold, backend), lambda: figures.distractor_scale(
-            scale, far, paper.scaling_divergence_points(ref)), source), width="stretch")
+        st.plotly_chart(db_figure(settings, ("distractors", gold, shown), lambda: figures.distractor_scale(
+            scale, far, paper.scaling_divergence_points(ref)), shown_source), width="stretch")
         st.caption(md(analysis.DISTRACTOR_NOTE, 500))
         st.dataframe(far, hide_index=True, width="stretch")
-        download_buttons(far, f"distractors_{gold}", source)
+        download_buttons(far, f"distractors_{gold}", shown_source)
     report = index_scale.load_index_scale(settings.root)
     if report is None:
         st.info("No index benchmark stored yet: run `python -m core index-scale` (heavy: about half an hour).")
@@ -198,13 +208,14 @@ def beyond_tab() -> None:
     st.markdown("**Hybrid discovery.** PtR's stubs plus the raw query as one more search, merged by PtR's own rule "
                 "(each API keeps its best similarity). It needs no extra LLM call and keeps RtP's whole-query match "
                 "for requests that name one tool.")
-    hybrid = safe_read(settings, ResultsReader.hybrid_table, gold=gold, backend=backend)
+    shown, shown_source = study_for("hybrid")
+    hybrid = safe_read(settings, ResultsReader.hybrid_table, gold=gold, backend=shown)
     if isinstance(hybrid, pd.DataFrame):
-        st.plotly_chart(db_figure(settings, ("hybrid", gold, backend), lambda: figures.hybrid_bars(hybrid, k),
-                                  source), width="stretch")
+        st.plotly_chart(db_figure(settings, ("hybrid", gold, shown), lambda: figures.hybrid_bars(hybrid, k),
+                                  shown_source), width="stretch")
         st.dataframe(hybrid, hide_index=True, width="stretch")
         st.caption(md(analysis.HYBRID_NOTE, 800))
-        download_buttons(hybrid, f"hybrid_{gold}", source)
+        download_buttons(hybrid, f"hybrid_{gold}", shown_source)
     st.divider()
     st.markdown("**Adaptive router.** The paper proposed, but did not test, routing each query by RtP's own top-1 "
                 "cosine: a high score means an API reads like the whole query (RtP's strength), a low one suggests a "
@@ -243,8 +254,8 @@ def cost_tab() -> None:
         download_buttons(cost, "cost", source)
     else:
         st.info(f"These runs used the {md(system, 60)}: it writes stubs and plans with rules, not a model, so it "
-                "spends no tokens and there is nothing to chart. Pick a backend with LLM runs above (local, gemini) "
-                "to see token cost.", icon=":material/info:")
+                "spends no tokens and there is nothing to chart. Pick a study with LLM runs in the sidebar (a local "
+                "model, gemini) to see token cost.", icon=":material/info:")
     st.markdown("**The paper's token figures** (Gemini 2.5 Flash)")
     routing = reported.get("adaptive_routing_saves") or {}
     st.dataframe(pd.DataFrame([
@@ -290,6 +301,7 @@ def planner_tab() -> None:
 
 def runs_tab() -> None:
     """The declared studies with their stored runs, then every stored run with its provenance."""
+    runs = safe_read(settings, ResultsReader.runs)
     if isinstance(runs, pd.DataFrame):
         complete = runs[runs["status"] == "complete"]["kind"].value_counts()
         st.dataframe(pd.DataFrame([{"study": s.name, "what": s.help, "LLM calls": s.calls_llm,

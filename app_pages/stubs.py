@@ -11,7 +11,7 @@ from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
 from core.analysis import paper
 from ui import figures, tables
-from ui.page_settings import current_settings
+from ui.page_settings import chosen_study, current_settings
 from ui.safe import md
 from ui.resources import db_figure
 from ui.widgets import download_buttons, results_ready, safe_read
@@ -27,11 +27,12 @@ try:
 except DataNotFoundError:
     texts = {}
 
-setup = safe_read(settings, ResultsReader.setup) or {}
+study = chosen_study()
+setup = safe_read(settings, ResultsReader.setup, backend=study) or {}
 source = provenance(setup, gold)
 st.caption(md(provenance_line(source), 300))
 st.subheader("Stub statistics per subset")
-stats = safe_read(settings, ResultsReader.stub_stats)
+stats = safe_read(settings, ResultsReader.stub_stats, backend=study)
 if stats is not None:
     st.dataframe(stats, hide_index=True, width="stretch")
     download_buttons(stats, "stub_stats", source)
@@ -42,7 +43,7 @@ if stats is not None:
                + ", ".join(f"{g} {v}" for g, v in reported.get("top1_match_rate", {}).items()) + ".")
 
 st.subheader("Does a stub's top-1 cosine tell a right match from a wrong one?")
-cosines = safe_read(settings, ResultsReader.stub_cosines)
+cosines = safe_read(settings, ResultsReader.stub_cosines, backend=study)
 if isinstance(cosines, pd.DataFrame):
     subsets = subset_order(cosines["subset"])
     subset = st.selectbox("Subset", subsets, key="stub_cos_subset", bind="query-params") if subsets else None
@@ -79,10 +80,10 @@ def show(df: object, name: str, empty: str, table_gold: str = gold) -> None:
 st.subheader("Brand names erased")
 st.caption("PtR recall 0 while RtP finds every relevant API: the request named a product, the stubs generalised it away "
            "(gold = relevant, ToolBench's 2–3 APIs per query).")
-show(safe_read(settings, ResultsReader.brand_name_losses, subset_filter), "brand_name_losses", "No such queries in this selection.",
+show(safe_read(settings, ResultsReader.brand_name_losses, subset_filter, backend=study), "brand_name_losses", "No such queries in this selection.",
      "relevant")
 
 st.subheader("Decomposition wins")
 st.caption(f"PtR recall above RtP's with two or more stubs: splitting the request found what the whole missed (gold = {gold}).")
-show(safe_read(settings, ResultsReader.decomposition_wins, subset_filter, gold=gold), "decomposition_wins",
+show(safe_read(settings, ResultsReader.decomposition_wins, subset_filter, gold=gold, backend=study), "decomposition_wins",
      "No such queries in this selection.")

@@ -81,6 +81,21 @@ def test_overview_shows_explanation_chart_status_and_offline_banner(app_env, ind
     assert at.sidebar.radio[0].value == "full" and at.sidebar.slider[0].value == 5
 
 
+def test_the_banner_names_the_installed_local_models_and_how_to_pick_one(app_env, monkeypatch, tmp_path) -> None:
+    from core.local_models import GEMMA_270M
+
+    monkeypatch.setattr("core.agents.llm.local_model.WHEELS_DIR", tmp_path / "no-wheels")
+    (Path(app_env["CACHE_DIR"]) / "models").mkdir(parents=True, exist_ok=True)
+    (Path(app_env["CACHE_DIR"]) / "models" / GEMMA_270M.file).write_bytes(b"")  # present: verified only on use
+    at = page("app.py")
+    [banner] = [w for w in texts(at, "warning") if "No LLM is configured" in w]
+    assert GEMMA_270M.label in banner and "backend picker" in banner and banner.count("\n") == 0
+    (Path(app_env["CACHE_DIR"]) / "models" / GEMMA_270M.file).unlink()
+    at = page("app.py")
+    [banner] = [w for w in texts(at, "warning") if "No LLM is configured" in w]
+    assert "No local model is installed" in banner and "make llm" in banner
+
+
 def test_missing_data_dir_and_database_give_messages_not_tracebacks(app_env, monkeypatch) -> None:
     monkeypatch.setenv("TOOLBENCH_DATA", "/nonexistent")
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{Path(app_env['CACHE_DIR']).parent / 'missing.sqlite'}")

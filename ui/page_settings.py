@@ -21,7 +21,14 @@ def current_settings() -> Settings:
     return settings if registry == settings.registry else settings.with_(registry=registry)
 
 
-SIDEBAR_KEYS = ("registry", "gold", "k_default")
+SIDEBAR_KEYS = ("registry", "gold", "k_default", "study")
+LATEST_STUDY = "latest"  # the sidebar's default study (core.analysis.reader.DEFAULT_STUDY_RULE)
+
+
+def chosen_study() -> str | None:
+    """The sidebar's study: a system ("offline", "local:<model>", ...) or None for the declared default rule."""
+    value = st.session_state.get("study") or st.query_params.get("study") or LATEST_STUDY
+    return None if value == LATEST_STUDY else value
 
 
 def shared_choices() -> dict[str, str]:

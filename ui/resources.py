@@ -32,6 +32,15 @@ from ui.safe import plot_text
 MAP_SAMPLE = 5_000  # registry vectors the PCA map is fitted on and draws
 
 
+def stored_studies(settings: Settings) -> list[str]:
+    """The systems with a complete main study (ResultsReader.backends), or none when the store cannot be read
+    (the pages say why)."""
+    try:
+        return results(settings).backends()
+    except Exception:  # noqa: BLE001 - a missing or damaged store is reported by the page, not the sidebar
+        return []
+
+
 def system_of(settings: Settings) -> str:
     """The Inspector's name for a configured backend: "local:<model>" for the local one, else the backend's."""
     return f"local:{settings.llm_model}" if settings.llm_backend == "local" else settings.llm_backend

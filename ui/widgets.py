@@ -15,6 +15,7 @@ import streamlit as st
 from core.retrieval.discovery import QUERY_LABEL, Retriever
 from core.data.loaders import registry_for
 from core.retrieval.assemble import shipped_index_ready
+from core.agents.llm.local_model import installed_models
 from core.backends import OFFLINE_LABEL
 from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
@@ -41,11 +42,18 @@ def error(message: object, settings: Settings | None = None) -> None:
 
 
 def offline_banner(settings: Settings) -> None:
-    if not settings.backend.is_llm:
-        st.warning(f"No LLM is configured: PtR's stubs and both planners come from the **{md(OFFLINE_LABEL)}**. "
-                   "For a real LLM with no key, run `make llm` and pick *local* in the Inspector (or set "
-                   "LLM_BACKEND=local: gemma-3-270m on llama.cpp); GEMINI_API_KEY, or LLM_BACKEND=openai with "
-                   "OPENAI_BASE_URL, use a hosted one.", icon=":material/info:")
+    """One line on every page when no LLM is configured: which local models are installed and how to pick one."""
+    if settings.backend.is_llm:
+        return
+    installed = installed_models(settings.cache_dir)
+    if installed:
+        models = ", ".join(spec.label for spec in installed)
+        how = (f"Installed local models: {models}. Pick one in the Inspector's backend picker, or set "
+               f"LLM_BACKEND=local LOCAL_MODEL=<name> (e.g. {installed[0].name}).")
+    else:
+        how = "No local model is installed: `make llm` adds one (`make llm MODEL=all`: every declared model)."
+    st.warning(f"No LLM is configured: PtR's stubs and the planners come from the **{md(OFFLINE_LABEL)}**. {how}",
+               icon=":material/info:")
 
 
 def results_ready(settings: Settings) -> bool:

@@ -66,6 +66,8 @@ latest complete run counts.
   runs, runs, n_queries (the report's and the Results page's view of a study without a table of its own).
 - `paired_tests(gold, k)`: per subset, the paired per-query tests of RtP vs PtR (analysis.tables.paired_tests).
 - `hybrid_table(gold)`: the hybrid (beyond the paper) beside RtP and PtR at the main k, per subset and overall.
+- `study_with(kind, backend=None) -> str | None`: the system a page shows for `kind` (DEFAULT_STUDY_RULE); "" when
+  no study has runs of that kind.
 - `hybrid_per_query(gold)`: subset, query_id, hybrid_recall, hybrid_precision.
 - `backends() -> list[str]`: systems with a complete main study (a backend, or "backend:model" where a backend has
   studies of several models; every `backend=` argument takes either). `leaderboard(gold)`: system, arch, subset,
@@ -104,6 +106,9 @@ from core.analysis import tables as analysis, router
 from core.study.dburl import DatabaseUnavailable, open_error
 from core.study.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, check_schema, make_engine, sqlite_path, unpack_if_packed
 
+# Which study a page shows when none is chosen, and what a tab does when the chosen one has none of its runs.
+DEFAULT_STUDY_RULE = ("the latest complete main study, whichever backend or model wrote it; a tab whose study has no "
+                      "runs of the tab's kind shows the latest study that has them, and says so")
 SETUP_FIELDS = ("registry_hash", "embedding_model", "llm_backend", "llm_model", "discovery_prompt_version",
                 "planner_prompt_version")
 CONFIG_FIELDS = ("kind", "arch", "subset", "k", "run_index", "sub_size", "sub_seed")
@@ -507,6 +512,18 @@ class ResultsReader:
             return analysis.hybrid_table(self.per_query(None, gold, k, backend),
                                          self._rows(runs, ("subset", "query_id", *GOLD_SCORES)), gold)
         return compute()
+
+    @read_cached
+    def study_with(self, kind: str, backend: str | None = None) -> str | None:
+        """The system whose runs of `kind` a page shows for the chosen study (DEFAULT_STUDY_RULE): the chosen one
+        (None: the latest main study) when it has some, else the latest system that has complete runs of `kind`;
+        "" when none has."""
+        if not self._selected(kind, backend).empty:
+            return backend
+        runs = self._runs_frame()
+        complete = runs[(runs["status"] == "complete") & (runs["kind"] == kind)]
+        latest_first = sorted(system_keys(complete), key=lambda system: -of_system(complete, system)["id"].max())
+        return next((system for system in latest_first if not self._selected(kind, system).empty), "")
 
     @read_cached
     def hybrid_per_query(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:

@@ -1,0 +1,48 @@
+"""Sentences that state a finding, computed from the numbers they describe, so that no page's prose claims what its
+chart does not show. Each names the study (system) it is about and gives the differences it rests on."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+SINGLE, MULTI = ("G1_instruction",), ("G2_instruction", "G3_instruction")
+SHORT = {"G1_instruction": "G1", "G2_instruction": "G2", "G3_instruction": "G3"}
+
+
+def differences(board: pd.DataFrame, system: str, metric: str = "recall") -> dict[str, float]:
+    """PtR - RtP `metric` per instruction subset for one system of a leaderboard (core.analysis.report)."""
+    part = board[(board["system"] == system) & board["arch"].isin(["rtp", "ptr"])]
+    wide = part.pivot_table(index="subset", columns="arch", values=metric, aggfunc="first")
+    if not {"rtp", "ptr"} <= set(wide.columns):
+        return {}
+    return {s: float(wide.at[s, "ptr"] - wide.at[s, "rtp"]) for s in (*SINGLE, *MULTI)
+            if s in wide.index and not math.isnan(wide.at[s, "ptr"] - wide.at[s, "rtp"])}
+
+
+def crossover_verdict(diffs: Mapping[str, float], metric: str = "recall") -> str:
+    """What PtR - RtP per subset says of the paper's crossover (RtP better on single-tool G1, PtR on multi-tool
+    G2 and G3), with the numbers: "crossover", "partial crossover", "PtR trails everywhere", and so on."""
+    if not diffs:
+        return "no main study of the instruction subsets"
+    numbers = ", ".join(f"{SHORT[s]} {d:+.3f}" for s, d in diffs.items())
+    single = [diffs[s] for s in SINGLE if s in diffs]
+    multi = [diffs[s] for s in MULTI if s in diffs]
+    if all(d < 0 for d in diffs.values()):
+        finding = "PtR trails RtP on every subset: no crossover"
+    elif all(d > 0 for d in diffs.values()):
+        finding = "PtR leads RtP on every subset: no crossover"
+    elif single and multi and all(d < 0 for d in single) and all(d > 0 for d in multi):
+        finding = "RtP leads on single-tool G1 and PtR on multi-tool G2 and G3: the paper's crossover"
+    elif single and multi and all(d < 0 for d in single) and any(d > 0 for d in multi):
+        finding = "RtP leads on G1 and PtR on part of the multi-tool subsets: a partial crossover"
+    else:
+        finding = "no crossover of the paper's kind"
+    return f"{finding} (PtR − RtP {metric}@5: {numbers})"
+
+
+def crossover_lines(board: pd.DataFrame, metric: str = "recall") -> list[tuple[str, str]]:
+    """(system, verdict) for every system of a leaderboard, in its order: the Overview's headline."""
+    return [(system, crossover_verdict(differences(board, system, metric), metric))
+            for system in dict.fromkeys(board["system"])] if not board.empty else []
