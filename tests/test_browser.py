@@ -99,6 +99,18 @@ def full_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def committed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """What a new user opens: the committed data, the shipped index, the committed results (packed, unpacked on
+    first use), an empty cache."""
+    folder = tmp_path_factory.mktemp("committed")
+    shutil.copyfile(APP.parent / "data" / "results.sqlite.gz", folder / "results.sqlite.gz")
+    env = {"CACHE_DIR": str(folder / "cache"), "LLM_BACKEND": "offline", "REGISTRY": "full",
+           "DATABASE_URL": f"sqlite:///{folder / 'results.sqlite'}", "TOOLBENCH_DATA": str(REPO_DATA)}
+    with streamlit_server(env, folder / "streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
 def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The full registry with the local backend: gemma-3-270m on llama.cpp, as `make llm` left it."""
     if not llama_built() and not os.environ.get("CI"):
@@ -260,3 +272,80 @@ def test_the_overview_shows_the_leaderboard(server: str, browser) -> None:
     assert page.get_by_text("click a header to sort", exact=False).count() == 1
     assert page.locator("[data-testid='stException']").count() == 0
     page.close()
+
+
+def _query(page) -> dict[str, str]:
+    from urllib.parse import parse_qsl, urlsplit
+
+    return dict(parse_qsl(urlsplit(page.url).query))
+
+
+def _open(browser, url: str):
+    """A fresh context (no cookies, no session: only the URL), the page settled."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(url)
+    page.get_by_text("Gold APIs").wait_for(timeout=RENDER_TIMEOUT_MS)
+    _settled(page)
+    return context, page
+
+
+def _radio(page, name: str):
+    return page.get_by_role("radio", name=re.compile(f"^{re.escape(name)}"))
+
+
+def _wait_for_param(page, key: str, value: str | None) -> None:
+    page.wait_for_function("([k, v]) => new URLSearchParams(location.search).get(k) === v", arg=[key, value],
+                           timeout=RENDER_TIMEOUT_MS)
+
+
+def test_every_bound_choice_round_trips_on_the_committed_data(committed_server: str, browser) -> None:
+    """Issue 22: on a fresh clone's data each shared URL opens as shared (widget set, parameter kept in the address
+    bar), and changing the widget changes the URL; every sidebar choice, each page's pickers, the Results tab."""
+    context, page = _open(browser, f"{committed_server}/?registry=documented&gold=relevant&k_default=7"
+                                   "&study=offline&lb_metric=precision")
+    assert _radio(page, "documented").is_checked() and _radio(page, "relevant").is_checked()
+    assert page.get_by_test_id("stSliderThumbValue").first.inner_text() == "7"
+    assert page.get_by_role("combobox", name="Study").input_value() == "offline"
+    assert _radio(page, "precision").is_checked()
+    assert _query(page) == {"registry": "documented", "gold": "relevant", "k_default": "7", "study": "offline",
+                            "lb_metric": "precision"}
+    page.get_by_text("api_list", exact=True).click()
+    _wait_for_param(page, "gold", None)  # the default is not written
+    page.get_by_text("recall", exact=True).first.click()
+    _wait_for_param(page, "lb_metric", None)
+    assert _query(page) == {"registry": "documented", "k_default": "7", "study": "offline"}
+    context.close()
+
+    context, page = _open(browser, f"{committed_server}/results?tab=k+sweep&gold=relevant&res_k_metric=precision")
+    page.get_by_role("tab", name="k sweep", selected=True).wait_for(timeout=RENDER_TIMEOUT_MS)
+    assert _radio(page, "relevant").is_checked() and _radio(page, "precision").is_checked()
+    assert _query(page) == {"tab": "k sweep", "gold": "relevant", "res_k_metric": "precision"}
+    page.get_by_role("tab", name="Scaling").click()
+    _wait_for_param(page, "tab", "Scaling")
+    assert _query(page)["gold"] == "relevant"
+    context.close()
+
+    context, page = _open(browser, f"{committed_server}/results?tab=k-sweep&gold=relevant")  # a hand-written slug
+    page.get_by_role("tab", name="k sweep", selected=True).wait_for(timeout=RENDER_TIMEOUT_MS)
+    context.close()
+
+    context, page = _open(browser, f"{committed_server}/examples?gold=relevant&ex_text=hotels&ex_outcome=ptr_wins"
+                                   "&ex_subset=G2_instruction")
+    assert page.get_by_role("textbox", name="Text in query or stubs").input_value() == "hotels"
+    chips = page.locator("[data-testid='stMultiSelect']").all_inner_texts()
+    assert any("ptr_wins" in c for c in chips) and any("G2_instruction" in c for c in chips)
+    assert _radio(page, "relevant").is_checked()
+    box = page.get_by_role("textbox", name="Text in query or stubs")
+    box.fill("weather")
+    box.press("Enter")
+    _wait_for_param(page, "ex_text", "weather")
+    assert _query(page)["gold"] == "relevant" and _query(page)["ex_outcome"] == "ptr_wins"
+    context.close()
+
+    context, page = _open(browser, f"{committed_server}/stubs?gold=relevant&stub_subset=G2_instruction")
+    assert _radio(page, "relevant").is_checked()
+    assert page.get_by_role("combobox", name="Subset for the tables below").input_value() == "G2_instruction"
+    assert _query(page) == {"gold": "relevant", "stub_subset": "G2_instruction"}
+    assert page.locator("[data-testid='stException']").count() == 0
+    context.close()
