@@ -24,6 +24,7 @@ from tests.conftest import REPO_DATA
 from tests.helpers import APP, MAIN_K, MODEL_CACHE, SCRUBBED, build_app_env, llama_built
 
 pytestmark = pytest.mark.browser
+expect = pytest.importorskip("playwright.sync_api").expect
 # Tests must not rewrite tracked files: the screenshot goes to SCREENSHOT_DIR (default: the temp dir).
 SCREENSHOTS = Path(os.environ.get("SCREENSHOT_DIR", tempfile.gettempdir()))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -235,9 +236,9 @@ def test_a_copied_url_of_a_filtered_view_opens_identically(server: str, browser)
     fresh.goto(url)
     fresh.get_by_text("2 of 6 queries · ").first.wait_for(timeout=RENDER_TIMEOUT_MS)
     _settled(fresh)
-    assert fresh.get_by_text(" queries · ").first.inner_text() == caption
-    assert fresh.get_by_role("textbox", name="Text in query or stubs").input_value() == "hotels"
-    assert fresh.get_by_role("radio", name=re.compile("^relevant")).is_checked()
+    expect(fresh.get_by_text(" queries · ").first).to_have_text(caption, timeout=RENDER_TIMEOUT_MS)
+    expect(fresh.get_by_role("textbox", name="Text in query or stubs")).to_have_value("hotels", timeout=RENDER_TIMEOUT_MS)
+    expect(fresh.get_by_role("radio", name=re.compile("^relevant"))).to_be_checked(timeout=RENDER_TIMEOUT_MS)
     assert fresh.locator("[data-testid='stException']").count() == 0
     first.close()
     second.close()
@@ -304,10 +305,10 @@ def test_every_bound_choice_round_trips_on_the_committed_data(committed_server: 
     bar), and changing the widget changes the URL; every sidebar choice, each page's pickers, the Results tab."""
     context, page = _open(browser, f"{committed_server}/?registry=documented&gold=relevant&k_default=7"
                                    "&study=offline&lb_metric=precision")
-    assert _radio(page, "documented").is_checked() and _radio(page, "relevant").is_checked()
-    assert page.get_by_test_id("stSliderThumbValue").first.inner_text() == "7"
-    assert page.get_by_role("combobox", name="Study").input_value() == "offline"
-    assert _radio(page, "precision").is_checked()
+    for choice in ("documented", "relevant", "precision"):
+        expect(_radio(page, choice)).to_be_checked(timeout=RENDER_TIMEOUT_MS)
+    expect(page.get_by_test_id("stSliderThumbValue").first).to_have_text("7", timeout=RENDER_TIMEOUT_MS)
+    expect(page.get_by_role("combobox", name="Study")).to_have_value("offline", timeout=RENDER_TIMEOUT_MS)
     assert _query(page) == {"registry": "documented", "gold": "relevant", "k_default": "7", "study": "offline",
                             "lb_metric": "precision"}
     page.get_by_text("api_list", exact=True).click()
@@ -319,7 +320,8 @@ def test_every_bound_choice_round_trips_on_the_committed_data(committed_server: 
 
     context, page = _open(browser, f"{committed_server}/results?tab=k+sweep&gold=relevant&res_k_metric=precision")
     page.get_by_role("tab", name="k sweep", selected=True).wait_for(timeout=RENDER_TIMEOUT_MS)
-    assert _radio(page, "relevant").is_checked() and _radio(page, "precision").is_checked()
+    for choice in ("relevant", "precision"):
+        expect(_radio(page, choice)).to_be_checked(timeout=RENDER_TIMEOUT_MS)
     assert _query(page) == {"tab": "k sweep", "gold": "relevant", "res_k_metric": "precision"}
     page.get_by_role("tab", name="Scaling").click()
     _wait_for_param(page, "tab", "Scaling")
@@ -332,10 +334,11 @@ def test_every_bound_choice_round_trips_on_the_committed_data(committed_server: 
 
     context, page = _open(browser, f"{committed_server}/examples?gold=relevant&ex_text=hotels&ex_outcome=ptr_wins"
                                    "&ex_subset=G2_instruction")
-    assert page.get_by_role("textbox", name="Text in query or stubs").input_value() == "hotels"
+    expect(page.get_by_role("textbox", name="Text in query or stubs")).to_have_value("hotels", timeout=RENDER_TIMEOUT_MS)
+    expect(page.locator("[data-testid='stMultiSelect']").last).to_contain_text("ptr_wins", timeout=RENDER_TIMEOUT_MS)
     chips = page.locator("[data-testid='stMultiSelect']").all_inner_texts()
     assert any("ptr_wins" in c for c in chips) and any("G2_instruction" in c for c in chips)
-    assert _radio(page, "relevant").is_checked()
+    expect(_radio(page, "relevant")).to_be_checked(timeout=RENDER_TIMEOUT_MS)
     box = page.get_by_role("textbox", name="Text in query or stubs")
     box.fill("weather")
     box.press("Enter")
@@ -344,8 +347,9 @@ def test_every_bound_choice_round_trips_on_the_committed_data(committed_server: 
     context.close()
 
     context, page = _open(browser, f"{committed_server}/stubs?gold=relevant&stub_subset=G2_instruction")
-    assert _radio(page, "relevant").is_checked()
-    assert page.get_by_role("combobox", name="Subset for the tables below").input_value() == "G2_instruction"
+    expect(_radio(page, "relevant")).to_be_checked(timeout=RENDER_TIMEOUT_MS)
+    expect(page.get_by_role("combobox", name="Subset for the tables below")).to_have_value("G2_instruction",
+                                                                                         timeout=RENDER_TIMEOUT_MS)
     assert _query(page) == {"gold": "relevant", "stub_subset": "G2_instruction"}
     assert page.locator("[data-testid='stException']").count() == 0
     context.close()
