@@ -86,7 +86,10 @@ QWEN_05B := qwen2.5-coder-0.5b-instruct-q4_k_m
 GEMMA := gemma-3-270m-q4_k_m
 INSTRUCTION := G1_instruction,G2_instruction,G3_instruction
 MAIN_ARGS := --runs 1 --plan-sample 60 --concurrency 4 --resume
-LOCAL_STUDY := LLM_BACKEND=local LOCAL_INSTANCES=2 LOCAL_THREADS=1 nice -n 10 $(PY) -m core bench
+# Generous call and query budgets: on 2 busy cores a 0.5B plan took 25-35 s, and a stopped (SIGSTOP) bench must
+# not turn its calls in flight into timeouts.
+LOCAL_STUDY := LLM_BACKEND=local LOCAL_INSTANCES=2 LOCAL_THREADS=1 LLM_TIMEOUT_S=300 LLM_QUERY_BUDGET_S=900 \
+	nice -n 10 $(PY) -m core bench
 results-models:
 	$(MAKE) llm MODEL=all
 	for subset in G2_instruction G1_instruction G3_instruction; do for model in $(QWEN_05B) $(QWEN_15B); do \
