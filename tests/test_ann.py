@@ -164,3 +164,23 @@ def test_build_retriever_uses_the_configured_index_and_records_it(tiny_env, monk
     assert info.to_json()["index"]["kind"] == "hnsw"
     _, again = build_retriever(Settings.from_env(), encoder=CorpusFake())
     assert again.index["made"] == "cache"
+
+
+def test_a_damaged_cached_index_is_rebuilt_not_used(data, tmp_path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 23: an ANN file with bytes changed in place (size kept) is found by its recorded digest and rebuilt."""
+    vectors, queries = data
+    spec = IndexSpec("hnsw", hnsw_m=8, hnsw_ef_construction=32, hnsw_ef_search=32)
+    index, how = make_index(spec, vectors, tmp_path)
+    assert how == "built"
+    path = cache_path(tmp_path, spec, vectors)
+    expected = index.batch_search(queries, 5)
+    assert make_index(spec, vectors, tmp_path)[1] == "cache"
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2: len(raw) // 2 + 4096] = bytes(4096)
+    path.write_bytes(bytes(raw))
+    with caplog.at_level("WARNING"):
+        again, how = make_index(spec, vectors, tmp_path)
+    assert how == "built" and any("ANN index" in r.getMessage() for r in caplog.records)
+    assert path.read_bytes() != bytes(raw) and make_index(spec, vectors, tmp_path)[1] == "cache"
+    _, rows = again.batch_search(queries, 5)
+    assert np.mean(rows[:, 0] == expected[1][:, 0]) > 0.9  # an index of the same vectors (HNSW builds may differ)

@@ -98,3 +98,27 @@ def test_a_fresh_interpreter_with_the_graph_cached_imports_neither_torch_nor_onn
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, "CACHE_DIR": str(tmp_path), "ENCODER_RUNTIME": "auto"})
     assert out.stdout.split() == ["onnx", "(1,", "384)", "[]"]
+
+
+@pytest.mark.parametrize("damage", ["zeroed", "random", "truncated", "no_digest"])
+def test_a_damaged_graph_is_rebuilt_with_one_line_never_used(tmp_path: Path, damage: str,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 23: 64 KB zeroed at 80% of the graph (size kept) loaded silently and moved recall; random bytes there
+    failed an assertion; a truncated graph gave an InvalidProtobuf traceback. Each is now found and rebuilt."""
+    folder, model_id = resolve_model_path(MODEL), canonical_model_id(MODEL)
+    path = cached_graph(Path(folder), model_id, tmp_path)
+    good = path.read_bytes()
+    queries = ["find hotels in Paris", "convert 200 EUR to USD"]
+    before = OnnxBertEncoder(folder, model_id, tmp_path).encode(queries)
+    at = int(len(good) * 0.8)
+    damaged = {"zeroed": good[:at] + bytes(65536) + good[at + 65536:],
+               "random": good[:at] + np.random.default_rng(0).bytes(65536) + good[at + 65536:],
+               "truncated": good[:at], "no_digest": good}[damage]
+    path.write_bytes(damaged)
+    if damage == "no_digest":
+        (path.parent / (path.name + ".sha256")).unlink()
+    with caplog.at_level("WARNING"):
+        after = OnnxBertEncoder(folder, model_id, tmp_path).encode(queries)
+    assert np.array_equal(before, after) and path.read_bytes() == good
+    [line] = [r.getMessage() for r in caplog.records if "ONNX graph" in r.getMessage()]
+    assert line.endswith("rebuilding it") and "\n" not in line

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import faiss
 import numpy as np
 
+from core.retrieval.checked_file import intact, record_digest
 from core.retrieval.embedding import assert_normalised
 from core.retrieval.index import VectorIndex
 from core.settings import Settings
@@ -212,16 +213,17 @@ def cached_ann(spec: IndexSpec, vectors: np.ndarray, cache_dir: Path) -> tuple[A
     """(index, "cache" or "built"): read from CACHE_DIR when these vectors were indexed with these parameters,
     else built and written there (atomically: a concurrent start reads a whole file or builds its own)."""
     path = cache_path(cache_dir, spec, vectors)
-    if path.exists():
+    if intact(path, "the ANN index"):
         try:
             return AnnIndex(spec, vectors, built=faiss.read_index(str(path))), "cache"
-        except (RuntimeError, ValueError):  # damaged or foreign file: rebuilt below
+        except (RuntimeError, ValueError):  # a foreign file with a matching digest: rebuilt below
             pass
     index = AnnIndex(spec, vectors)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     faiss.write_index(index.index, str(partial))
     os.replace(partial, path)
+    record_digest(path)
     return index, "built"
 
 

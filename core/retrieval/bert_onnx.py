@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from core.retrieval.bert_numpy import NumpyBertEncoder, check_supported, load_tokenizer, sorted_batches, tokenize
+from core.retrieval.checked_file import intact, record_digest
 from core.retrieval.embedding import ProgressFn
 
 GRAPH_VERSION = 1  # part of the cache key: bump it when the graph below changes
@@ -102,14 +103,17 @@ def build_graph(encoder: NumpyBertEncoder) -> bytes:
 
 
 def cached_graph(folder: Path, model_id: str, cache_dir: Path) -> Path:
-    """The graph file for these weights, built once (the weights are read only then) and written atomically."""
+    """The graph file for these weights, built once (the weights are read only then), written atomically with its
+    digest, and checked against it on every load (core.retrieval.checked_file)."""
     key = f"{weights_sha256(folder)[:16]}-v{GRAPH_VERSION}"
     path = cache_dir / "onnx" / f"minilm-{key}.onnx"
-    if not path.exists():
+    if not intact(path, "the query encoder's ONNX graph"):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(build_graph(NumpyBertEncoder(folder, model_id)))
+        graph = build_graph(NumpyBertEncoder(folder, model_id))
+        tmp.write_bytes(graph)
         os.replace(tmp, path)
+        record_digest(path, hashlib.sha256(graph).hexdigest())
     return path
 
 

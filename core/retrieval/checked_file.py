@@ -1,0 +1,58 @@
+"""Derived files that another library reads back by path (the query encoder's ONNX graph, the ANN indexes): each is
+written with the sha256 of its bytes beside it (`<file>.sha256`), and checked against it before every use, so a
+damaged file is rebuilt, with one line saying so, instead of silently moving a recall figure (a zeroed region of
+the graph once loaded without a word and changed recall@5 on G1_instruction from 0.348 to 0.342).
+
+The digest is written after the file is in place: a file without one (a crash in between, or a file from an older
+version) counts as unverified and is rebuilt too. Hashing runs at about 1 GB/s here: 0.1 s for the 90 MB graph.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+SUFFIX = ".sha256"
+
+
+def digest_path(path: Path) -> Path:
+    return path.with_name(path.name + SUFFIX)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def record_digest(path: Path, sha256: str | None = None) -> None:
+    """Write the digest of `path` (already in place) beside it, atomically; `sha256` when the caller has it."""
+    target = digest_path(path)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    tmp.write_text((sha256 or file_sha256(path)) + "\n")
+    os.replace(tmp, target)
+
+
+def intact(path: Path, what: str) -> bool:
+    """True when `path` exists and matches the digest recorded when it was written. A file that does not (or has
+    no digest) is removed with its digest, after one warning naming `what`, and False tells the caller to rebuild."""
+    if not path.exists():
+        return False
+    try:
+        recorded = digest_path(path).read_text().strip()
+    except OSError:
+        recorded = ""
+    if recorded and recorded == file_sha256(path):
+        return True
+    log.warning("%s %s %s; rebuilding it", what, path.name,
+                "has no recorded digest" if not recorded else "does not match the digest recorded when it was written")
+    for stale in (path, digest_path(path)):
+        try:
+            stale.unlink()
+        except FileNotFoundError:
+            pass
+    return False
