@@ -9,7 +9,7 @@ from functools import lru_cache
 import pytest
 
 from core.agents.llm.grammar import SchemaError, gbnf
-from core.agents.prompts import STYLES, completion_discovery_schema, completion_planner_schema
+from core.agents.prompts import COMPLETION_REFUSAL, STYLES, completion_discovery_schema, completion_planner_schema
 
 
 def to_regex(grammar: str) -> re.Pattern[str]:
@@ -65,11 +65,13 @@ def test_the_planner_grammar_selects_each_offered_number_once_in_order_or_refuse
     assert rx.fullmatch('{"selected": [3, 1], "steps": ["abc"], "refusal": null}') is None  # list order
     assert rx.fullmatch('{"selected": [2, 2], "steps": ["abc"], "refusal": null}') is None  # no repeats
     assert rx.fullmatch('{"selected": [5], "steps": ["abc"], "refusal": null}') is None  # only offered numbers
-    assert rx.fullmatch('{"selected": [], "steps": [], "refusal": "nothing fits"}')
-    assert rx.fullmatch('{"selected": [1], "steps": ["abc"], "refusal": "but no"}') is None  # select or refuse
+    refusal = f'{{"selected": [], "steps": [], "refusal": "{COMPLETION_REFUSAL}"}}'
+    assert rx.fullmatch(refusal)
+    assert rx.fullmatch('{"selected": [], "steps": [], "refusal": "none of these APIs tells the time"}') is None
+    assert rx.fullmatch(f'{{"selected": [1], "steps": ["abc"], "refusal": "{COMPLETION_REFUSAL}"}}') is None
     assert rx.fullmatch('{"selected": [], "steps": [], "refusal": null}') is None
     none = to_regex(gbnf(completion_planner_schema(0)))
-    assert none.fullmatch('{"selected": [], "steps": [], "refusal": "no APIs were found"}')
+    assert none.fullmatch(refusal)  # the declared marker is the only refusal a base model can write
 
 
 def test_every_reply_the_grammar_allows_is_json_the_style_can_read() -> None:

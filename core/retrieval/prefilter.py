@@ -12,6 +12,7 @@ onnxruntime and the choice for small indexes, where building a session costs mor
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import NamedTuple
 
@@ -115,11 +116,32 @@ def _matmul_integer_model(codes_t: np.ndarray, chunk: int) -> bytes:
         opset=18)
 
 
+@functools.cache
+def int8_exact() -> bool:
+    """Whether this CPU's integer GEMM in ONNX Runtime is exact. Without VNNI (AVX2 only) it multiplies uint8 by
+    int8 with vpmaddubsw, which sums pairs of products into int16 and saturates: 255*127 + 255*127 > 32767. The
+    bound above assumes exact int32 dots, so on such a CPU it let top-k rows through (seen here on an AVX2-only
+    AMD EPYC); the float32 prefilter is used there instead. Checked once on the worst case: extreme codes."""
+    try:
+        codes = np.full((64, 2 * CHUNK), 127, np.int8)
+        codes[:, 1::2] = -127
+        queries = np.full((2, 64), 127, np.int16)
+        queries[1] = -127
+        session = Int8Scores.__new__(Int8Scores)
+        session._model, session._sessions = _matmul_integer_model(codes, CHUNK), {}
+        cheap, _ = session._session(1).run(None, {"q": (queries + 128).astype(np.uint8)})
+    except ImportError:
+        return False
+    return bool(np.array_equal(cheap, queries.astype(np.int64) @ codes.astype(np.int64)))
+
+
 def make_scores(vectors: np.ndarray) -> FloatScores | Int8Scores:
-    """Int8Scores where it pays and onnxruntime is installed, else FloatScores."""
+    """Int8Scores where it pays, onnxruntime is installed and this CPU's integer GEMM is exact (int8_exact), else
+    FloatScores."""
     if len(vectors) >= INT8_MIN_ROWS:
         try:
-            return Int8Scores(vectors, CHUNK)
+            if int8_exact():
+                return Int8Scores(vectors, CHUNK)
         except ImportError:
             pass
     return FloatScores(vectors)
