@@ -134,7 +134,9 @@ def test_openai_compatible_client_against_llama_cpps_real_server(local_settings:
                 time.sleep(0.3)
         client = OpenAICompatClient(f"http://127.0.0.1:{port}/v1", "gemma", timeout_s=60, max_tokens=12)
         reply = client.generate("The capital of France is")
-        assert reply.text.strip() and reply.usage.prompt_tokens > 0 and 0 < reply.usage.output_tokens <= 12
+        # What a base model answers is its own affair (on an AVX2-only CPU gemma's greedy reply was "\n"): the
+        # client must carry the server's text and usage over HTTP, whatever they are.
+        assert reply.text and reply.usage.prompt_tokens > 0 and 0 < reply.usage.output_tokens <= 12
         assert (reply.backend, reply.model) == ("openai", "gemma")
     finally:
         server.terminate()
