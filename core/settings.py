@@ -36,17 +36,55 @@ def _read_secrets(root: Path) -> dict[str, str]:
     return {k: str(v) for k, v in raw.items() if isinstance(v, (str, int, float))}
 
 
-def positive_setting(values: dict[str, str], name: str, default: str, cast: type[int] | type[float],
-                     unit: str) -> int | float:
-    """A numeric setting, which must be finite and > 0; else a one-line ValueError naming it and the bad value."""
-    raw = values.get(name, default)
-    try:
-        value = cast(raw.strip())
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be {unit} > 0, not {raw!r}")
-    return value
+@dataclass(frozen=True)
+class Bounds:
+    """The values a numeric setting, flag or URL parameter may take: past them a machine aborts, overflows or
+    eats its memory (LOCAL_THREADS=1e9 aborted in native code, --runs 1e20 took 3 GB before any output)."""
+
+    low: float
+    high: float
+    unit: str  # "a whole number of threads", "a number of seconds", ...
+    whole: bool = True
+
+    def parse(self, name: str, raw: str) -> int | float:
+        """The value of `raw`, or a one-line ValueError naming the setting, its range and what was given."""
+        text = raw.strip()
+        value: int | float | None
+        try:  # a 5,000-digit number is refused by its length, before int() would raise on it
+            value = (int(text) if self.whole else float(text)) if len(text) <= 32 else None
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or not self.low <= value <= self.high:
+            shown = raw if len(raw) <= 40 else raw[:40] + f"… ({len(raw):,} characters)"
+            raise ValueError(f"{name} must be {self.unit} from {self.low:g} to {self.high:g}, not {shown!r}")
+        return value
+
+
+# Every numeric setting's range, declared once: the environment's (here), the bench flags' and the URL's read them.
+BOUNDS: dict[str, Bounds] = {
+    "LLM_TIMEOUT_S": Bounds(0.1, 3600, "a number of seconds", whole=False),
+    "LLM_QUERY_BUDGET_S": Bounds(0.1, 86_400, "a number of seconds", whole=False),
+    "LOCAL_THREADS": Bounds(1, 256, "a whole number of threads"),
+    "LOCAL_INSTANCES": Bounds(1, 16, "a whole number of model copies"),
+    "HNSW_M": Bounds(2, 256, "a whole number"),
+    "HNSW_EF_CONSTRUCTION": Bounds(1, 100_000, "a whole number"),
+    "HNSW_EF_SEARCH": Bounds(1, 100_000, "a whole number"),
+    "IVF_NLIST": Bounds(1, 1_000_000, "a whole number"),
+    "IVF_NPROBE": Bounds(1, 1_000_000, "a whole number"),
+    # bench flags (core.study.catalog) and URL parameters (ui.inspector_view)
+    "k": Bounds(1, 1_000, "a whole number of APIs"),
+    "runs": Bounds(1, 100, "a whole number of runs"),
+    "concurrency": Bounds(1, 256, "a whole number of calls in flight"),
+    "plan_sample": Bounds(0, 100_000, "a whole number of queries per subset"),
+    "seeds": Bounds(1, 1_000, "a whole number of seeds"),
+    "limit": Bounds(1, 1_000_000, "a whole number of queries"),
+    "query_id": Bounds(0, 10**9, "a whole number"),
+}
+
+
+def bounded_setting(values: dict[str, str], name: str, default: str) -> int | float:
+    """A numeric setting within BOUNDS[name]; else a one-line ValueError naming it, its range and the bad value."""
+    return BOUNDS[name].parse(name, values.get(name, default))
 
 
 @dataclass(frozen=True)
@@ -102,16 +140,15 @@ class Settings:
             embedding_model=merged.get("EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
             encoder_runtime=runtime,
             index=index,
-            index_params=tuple((name, int(positive_setting(merged, name, "", int, "a whole number")))
-                               for name in INDEX_PARAMS if name in merged),
+            index_params=tuple((name, int(bounded_setting(merged, name, ""))) for name in INDEX_PARAMS if name in merged),
             llm_backend=backend,
             llm_model=default if declared.fixed_model else (merged.get("LLM_MODEL", "") or default),
-            llm_timeout_s=positive_setting(merged, "LLM_TIMEOUT_S", "60", float, "a number of seconds"),
-            query_budget_s=positive_setting(merged, "LLM_QUERY_BUDGET_S", "180", float, "a number of seconds"),
+            llm_timeout_s=bounded_setting(merged, "LLM_TIMEOUT_S", "60"),
+            query_budget_s=bounded_setting(merged, "LLM_QUERY_BUDGET_S", "180"),
             openai_base_url=openai_url,
             local_model=local_model,
-            local_threads=positive_setting(merged, "LOCAL_THREADS", "2", int, "a whole number of threads"),
-            local_instances=positive_setting(merged, "LOCAL_INSTANCES", "2", int, "a whole number of model copies"),
+            local_threads=bounded_setting(merged, "LOCAL_THREADS", "2"),
+            local_instances=bounded_setting(merged, "LOCAL_INSTANCES", "2"),
             gemini_base_url=merged.get("GEMINI_BASE_URL", ""),
             database_url=merged.get("DATABASE_URL", ""),
             cache_dir=Path(merged.get("CACHE_DIR", str(root / "data" / "cache"))),

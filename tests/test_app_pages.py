@@ -211,6 +211,7 @@ def test_recompute_live_runs_the_pipeline(app_env, index_ready) -> None:
 @pytest.mark.parametrize("params, message", [
     ({"qid": "G1_instruction:99999"}, "no benchmark query"),
     ({"qid": "garbage"}, "not of the form"),
+    ({"qid": "G1_instruction:" + "9" * 5000}, "not of the form"),  # past Python's 4,300-digit limit: no exception box
     ({"q": "hotels", "k": "500"}, "not a whole number"),
     ({"q": "hotels", "backend": "gemini"}, "not configured"),
 ])

@@ -14,7 +14,7 @@ from core.cli.common import folder_problem, k_value, k_values, sqlite_damage, va
 from core.data.toolbench import DataUnreadable, load_queries, load_registry
 from core.retrieval.discovery import MAX_K, MAX_QUERY_CHARS, QueryError, check_k, clean_query, undecodable_at
 from core.retrieval.embedding import ModelUnavailable, looks_like_path, resolve_model_path
-from core.settings import DataNotFoundError, Settings, positive_setting
+from core.settings import BOUNDS, DataNotFoundError, Settings, bounded_setting
 from core.study.dburl import DatabaseUnavailable
 from tests.helpers import write_tiny_data
 from ui.inspector_view import K_MAX
@@ -79,14 +79,29 @@ def test_every_numeric_setting_names_itself_and_the_bad_value(name: str, raw: st
         return
     with pytest.raises(ValueError) as caught:
         Settings.from_env(env={name: raw, "CACHE_DIR": str(tmp_path)})
-    assert str(caught.value).startswith(f"{name} must be ") and f"> 0, not {raw!r}" in str(caught.value)
+    message = str(caught.value)
+    assert message.startswith(f"{name} must be ") and f", not {raw!r}" in message and "\n" not in message
 
 
-def test_positive_setting_reads_good_values() -> None:
-    assert positive_setting({"X": " 2.5 "}, "X", "1", float, "a number") == 2.5
-    assert positive_setting({}, "X", "3", int, "a whole number") == 3
-    with pytest.raises(ValueError, match="X must be a whole number > 0, not '2.5'"):
-        positive_setting({"X": "2.5"}, "X", "1", int, "a whole number")
+@pytest.mark.parametrize("name, raw", [("HNSW_EF_SEARCH", "1000000000000"), ("LOCAL_THREADS", "1000000000"),
+                                       ("LOCAL_INSTANCES", "100000"), ("IVF_NPROBE", "9" * 5000),
+                                       ("LLM_TIMEOUT_S", "1e300")])
+def test_settings_past_their_declared_range_are_refused_in_one_line(name: str, raw: str, tmp_path: Path) -> None:
+    """Issue 23: these gave an OverflowError, a native abort (std::bad_alloc), 4 GB of model copies, and Python's
+    4,300-digit limit; each is now one line naming the setting and its range, before anything runs."""
+    with pytest.raises(ValueError) as caught:
+        Settings.from_env(env={name: raw, "CACHE_DIR": str(tmp_path)})
+    bounds = BOUNDS[name]
+    message = str(caught.value)
+    assert message.startswith(f"{name} must be {bounds.unit} from {bounds.low:g} to {bounds.high:g}, not ")
+    assert len(message) < 200 and "\n" not in message
+
+
+def test_bounded_settings_read_good_values() -> None:
+    assert bounded_setting({"LLM_TIMEOUT_S": " 2.5 "}, "LLM_TIMEOUT_S", "60") == 2.5
+    assert bounded_setting({}, "LOCAL_THREADS", "3") == 3
+    with pytest.raises(ValueError, match="LOCAL_THREADS must be a whole number of threads from 1 to 256, not '2.5'"):
+        bounded_setting({"LOCAL_THREADS": "2.5"}, "LOCAL_THREADS", "2")
 
 
 # ---------------------------------------------------------------- the results database URL

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from core.settings import BOUNDS
 from core.data.toolbench import ApiKey, Query, display_name
 from core.study import metrics
 from core.study.gold_trace import ARCH_NAMES, TRACE_DEPTH, GoldTrace, TopkDiff, verdict
@@ -46,7 +47,10 @@ def parse_qid(text: str) -> tuple[str, int] | None:
     subset, sep, number = text.strip().rpartition(":")
     if not sep or not subset or not number.strip().isdigit():
         return None
-    return subset, int(number)
+    try:  # BOUNDS: a 5,000-digit id once raised Python's integer-string limit as an exception box
+        return subset, int(BOUNDS["query_id"].parse("query id", number))
+    except ValueError:
+        return None
 
 
 def parse_view(params: Mapping[str, str], default_k: int, backends: Collection[str]) -> tuple[View, list[str]]:

@@ -18,7 +18,7 @@ from core.cli.common import add_common, k_value, k_values, validate_results_url
 from core.data.toolbench import PAPER_SUBSETS
 from core.settings import Settings
 from core.study import catalog
-from core.study.catalog import Param, Study, parse_subsets, positive
+from core.study.catalog import Param, Study, parse_subsets, within
 
 
 def _studies_of(name: str) -> tuple[Study, ...]:
@@ -36,7 +36,7 @@ def _params_of(studies: tuple[Study, ...]) -> dict[str, Param]:
 def _add_bench_flags(p: argparse.ArgumentParser, studies: tuple[Study, ...]) -> None:
     p.add_argument("--subsets", type=parse_subsets, default=list(PAPER_SUBSETS),
                    help=f"comma list or 'all' (default: {','.join(PAPER_SUBSETS)})")
-    p.add_argument("--limit", type=positive, help="first N queries of each subset only (smoke tests)")
+    p.add_argument("--limit", type=within("limit"), help="first N queries of each subset only (smoke tests)")
     p.add_argument("--resume", action="store_true",
                    help="continue unfinished runs of the same configuration and skip finished ones")
     p.add_argument("--db", help="results database URL (default: DATABASE_URL, else data/results.sqlite)")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.data.toolbench import SUBSETS
+from core.settings import BOUNDS
 
 if TYPE_CHECKING:
     from core.data.toolbench import Query
@@ -31,6 +32,18 @@ SCALING_SEEDS = 5
 
 # ---------------------------------------------------------------- parameter parsers (argparse types)
 
+def within(name: str) -> Callable[[str], int]:
+    """An argparse type for the flag whose range core.settings.BOUNDS declares under `name`."""
+    def parse(text: str) -> int:
+        try:
+            return int(BOUNDS[name].parse(f"--{name.replace('_', '-')}", text))
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = name
+    return parse
+
+
 def positive(text: str) -> int:
     try:
         value = int(text)
@@ -38,16 +51,6 @@ def positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("expected a positive integer")
-    return value
-
-
-def non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("expected a whole number of at least 0")
     return value
 
 
@@ -144,13 +147,13 @@ K = Param("k", positive, MAIN_K, f"APIs retrieved (default {MAIN_K})")
 SIZES = Param("sizes", parse_sizes, list(SCALING_SIZES),
               f"registry sizes (default {_sizes_text(SCALING_SIZES)}): up to the real registry, stratified "
               "sub-registries (scaling); above it, the real registry plus synthetic distractors (distractors)")
-SEEDS = Param("seeds", positive, SCALING_SEEDS,
+SEEDS = Param("seeds", within("seeds"), SCALING_SEEDS,
               f"sampling seeds or distractor draws per size (default {SCALING_SEEDS}; the real registry runs once)")
 STUDIES: tuple[Study, ...] = (
     Study("main", "RtP vs PtR, R runs, planner included",
-          (K, Param("runs", positive, DEFAULT_RUNS, f"runs per architecture (default {DEFAULT_RUNS})"),
-           Param("concurrency", positive, 8, "LLM calls in flight (default 8)"),
-           Param("plan_sample", non_negative, 0, "plan only this many queries per subset, a stratified seeded sample "
+          (K, Param("runs", within("runs"), DEFAULT_RUNS, f"runs per architecture (default {DEFAULT_RUNS})"),
+           Param("concurrency", within("concurrency"), 8, "LLM calls in flight (default 8)"),
+           Param("plan_sample", within("plan_sample"), 0, "plan only this many queries per subset, a stratified seeded sample "
                                                  "(core/study/sample.py), and retrieve for all (default 0: plan all)")),
           "core.study.main_study:bench",
           ("main", "paired", "wins", "divergence", "trajectory", "stubs", "search_width", "router", "backends",
