@@ -300,3 +300,36 @@ def test_a_registry_cache_that_disagrees_with_the_data_is_rebuilt(world: Path, i
     out = run_cli(world, case)
     assert "Traceback" not in out.stderr.decode(), out.stderr.decode()[-2000:]
     assert out.returncode == 0 and json.loads(out.stdout)["size"] == len(SMALL_APIS)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "random"])
+@pytest.mark.parametrize("command", [("report",), ("bench", "ksweep", "--subsets", "G1_instruction")])
+def test_damaged_packed_results_get_one_line_and_leave_nothing_behind(world: Path, tmp_path: Path, damage: str,
+                                                                      command: tuple[str, ...]) -> None:
+    """Issue 23: with results.sqlite.gz cut short or replaced by random bytes, `report` and `bench` raised EOFError or
+    BadGzipFile and left a 30 MB .tmp each time. Now: one line, the archive byte-identical, no partial file."""
+    stored = Path(build_app_env(tmp_path / "app")["DATABASE_URL"].removeprefix("sqlite:///"))
+    packed = tmp_path / "results.sqlite.gz"
+    with open(stored, "rb") as src, gzip.open(packed, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    raw = packed.read_bytes()
+    packed.write_bytes(raw[:len(raw) // 2] if damage == "truncated" else os.urandom(len(raw)))
+    before = packed.read_bytes()
+    case = Case(f"packed-{damage}", command, ("results.sqlite.gz are damaged",),
+                {"DATABASE_URL": f"sqlite:///{tmp_path / 'results.sqlite'}"}, code=1)
+    assert_one_clean_line(run_cli(world, case), case)
+    assert packed.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "app") == ["results.sqlite.gz"]
+
+
+@pytest.mark.parametrize("which, says", [("foreign.sqlite", "is not the lab's results database"),
+                                         ("corrupt.sqlite", "nothing was packed")])
+def test_pack_leaves_a_foreign_or_damaged_database_byte_identical(world: Path, tmp_path: Path, which: str,
+                                                                  says: str) -> None:
+    """Issue 23: `pack --db` VACUUMed and packed a foreign database, and raised a traceback on a malformed one."""
+    target = tmp_path / which
+    shutil.copy(world / which, target)
+    before = target.read_bytes()
+    case = Case(f"pack-{which}", ("pack", "--db", f"sqlite:///{target}"), (says,))
+    assert_one_clean_line(run_cli(world, case), case)
+    assert target.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [which]

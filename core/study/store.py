@@ -30,7 +30,10 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import threading
+import zlib
 from collections.abc import Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -275,6 +278,9 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
+_UNPACKING = threading.Lock()
+
+
 def packed_path(path: Path) -> Path:
     return path.with_name(path.name + ".gz")
 
@@ -288,27 +294,60 @@ def unpack_if_packed(url: str) -> bool:
     path = sqlite_path(url)
     if path is None or path.exists() or not packed_path(path).exists():
         return False
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with gzip.open(packed_path(path), "rb") as src, open(tmp, "wb") as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
-    os.replace(tmp, path)
-    return True
+    with _UNPACKING:  # the app unpacks from a page and from the index thread at once: one of them does it
+        if path.exists():
+            return False
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            with gzip.open(packed_path(path), "rb") as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except (EOFError, OSError, zlib.error) as exc:  # cut short, not gzip, or random bytes
+            tmp.unlink(missing_ok=True)
+            reason = ("cut short" if isinstance(exc, EOFError) else "not gzip data" if isinstance(exc, gzip.BadGzipFile)
+                      else "corrupt compressed data" if isinstance(exc, zlib.error) else exc.strerror or type(exc).__name__)
+            raise DatabaseUnavailable(f"the packed results {packed_path(path).name} are damaged ({reason}); restore "
+                                      f"them (git checkout {packed_path(path).name}) or remove them to start empty"
+                                      ) from None
+        os.replace(tmp, path)
+        return True
+
+
+LAB_TABLES = {"runs", "query_results", "schema_info"}
 
 
 def pack(url: str) -> Path:
-    """Checkpoint and VACUUM the SQLite results, then gzip them beside the file (no timestamp in the gzip)."""
+    """Checkpoint and VACUUM the SQLite results, then gzip them beside the file (no timestamp in the gzip).
+
+    Only the lab's own database is touched: a malformed or foreign file (no runs and results tables) is refused in
+    one line before anything writes to it, and the gzip is written to a temporary file first, so a failure leaves
+    neither a changed database nor a partial archive."""
     path = sqlite_path(url)
     if path is None or not path.exists():
         raise ValueError(f"pack needs an existing SQLite database, not {shown(url)}")
-    with sqlite3.connect(path) as conn:
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as conn:  # no -wal, no -shm
+            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            ok = conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path.name} is not a readable SQLite database ({exc}); nothing was packed") from None
+    if not ok:
+        raise ValueError(f"{path.name} is damaged (SQLite's quick_check failed); nothing was packed")
+    if not LAB_TABLES <= tables:
+        raise ValueError(f"{path.name} is not the lab's results database (no {', '.join(sorted(LAB_TABLES - tables))} "
+                         "table); nothing was packed or changed")
+    with closing(sqlite3.connect(path)) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.execute("PRAGMA journal_mode=DELETE")
-    with sqlite3.connect(path) as conn:
         conn.execute("VACUUM")
     target = packed_path(path)
-    with open(path, "rb") as src, open(target, "wb") as raw, gzip.GzipFile(
-            filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(path, "rb") as src, open(partial, "wb") as raw, gzip.GzipFile(
+                filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
 
 
