@@ -333,3 +333,26 @@ def test_pack_leaves_a_foreign_or_damaged_database_byte_identical(world: Path, t
     case = Case(f"pack-{which}", ("pack", "--db", f"sqlite:///{target}"), (says,))
     assert_one_clean_line(run_cli(world, case), case)
     assert target.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [which]
+
+
+@pytest.mark.parametrize("url", ["sqlite:///file:{db}?mode=ro&uri=true", "sqlite:///{db}?mode=ro&uri=true"])
+def test_sqlite_uri_options_are_refused_by_name_and_create_nothing(world: Path, tmp_path: Path, url: str) -> None:
+    """Issue 23: the first said "no results database yet" about a database with 480 runs; the second created an empty
+    file named `good.sqlite?mode=ro` and reported it empty."""
+    good = tmp_path / "good.sqlite"
+    shutil.copy(Path(build_app_env(tmp_path / "app")["DATABASE_URL"].removeprefix("sqlite:///")), good)
+    case = Case("sqlite-uri", ("report",), ("SQLite URL options are not supported", "mode"),
+                {"DATABASE_URL": url.format(db=good)}, code=1)
+    assert_one_clean_line(run_cli(world, case), case)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app", "good.sqlite"]
+
+
+def test_db_copy_from_a_malformed_database_leaves_no_destination(world: Path, tmp_path: Path) -> None:
+    """Issue 23: a DatabaseError traceback, and a 33 MB destination file left behind."""
+    source = tmp_path / "corrupt.sqlite"
+    shutil.copy(world / "corrupt.sqlite", source)
+    before = source.read_bytes()
+    case = Case("db-copy-malformed", ("db", "copy", f"sqlite:///{source}", f"sqlite:///{tmp_path / 'new.sqlite'}"),
+                ("the copy stopped", "malformed"), code=1)
+    assert_one_clean_line(run_cli(world, case), case)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt.sqlite"] and source.read_bytes() == before

@@ -274,7 +274,7 @@ def planner_jaccard(df: pd.DataFrame) -> dict[str, float]:
         values = [jaccard(frozenset(map(tuple, sides["rtp"][key] or ())), frozenset(map(tuple, sides["ptr"][key] or ())))
                   for key in sides["rtp"].keys() & sides["ptr"].keys()]
         values = [v for v in values if not math.isnan(v)]
-        out[subset] = float(np.mean(values)) if values else math.nan
+        out[subset] = math.fsum(values) / len(values) if values else math.nan  # exact: any order of the rows
     return out
 
 
@@ -315,8 +315,10 @@ def stub_stats(df: pd.DataFrame) -> pd.DataFrame:
                 "unique_name_rate": len(set(names)) / len(names) if names else math.nan,
                 "top1_match_rate": float(np.mean([g for _, g, _ in tops])) if tops else math.nan,
                 "top1_match_rate_relevant": float(np.mean([r for _, _, r in tops])) if tops else math.nan,
-                "cosine_correct": float(np.mean(correct)) if correct else math.nan,
-                "cosine_incorrect": float(np.mean(wrong)) if wrong else math.nan})
+                # fsum: exact, so the mean does not depend on the order rows were stored in (a bench's threads
+                # finish queries in any order, and two stores of the same bench must report the same)
+                "cosine_correct": math.fsum(correct) / len(correct) if correct else math.nan,
+                "cosine_incorrect": math.fsum(wrong) / len(wrong) if wrong else math.nan})
         frame = pd.DataFrame(per_run)
         rows.append({"subset": subset, "queries": int(part["query_id"].nunique()),
                      **{c: float(frame[c].mean()) for c in frame.columns}, "runs": len(per_run)})

@@ -93,51 +93,69 @@ def copy_runs(source_url: str, target_url: str) -> CopyReport:
     if shown(source_url) == shown(target_url):
         raise ValueError(f"SRC and DST are the same database ({shown(source_url)})")
     source = _open_source(source_url)
-    target = Store(target_url)
-    runs = list(Run.__table__.columns)
-    results = [QueryResult.__table__.c[name] for name in RESULT_COLUMNS]
+    target_file = sqlite_path(target_url)
+    created = target_file is not None and not target_file.exists()  # a failed copy removes a file it made
     try:
-        with target.engine.connect() as conn:
-            held = {_key(dict(r._mapping)): r.id for r in conn.execute(select(*runs))}
-        with source.connect() as src:
-            stored = list(src.execute(select(*runs).order_by(Run.id)))
-        id_map: dict[int, int] = {}
-        wanted: dict[int, tuple] = {}  # SRC run id -> its key in DST
-        copied: list[CopiedRun] = []
-        already: list[int] = []
-        left_out: list[int] = []
-        for run in stored:
-            fields = clean("runs", {name: run._mapping[name] for name in RUN_FIELDS})
-            if run.status not in FINISHED or (run.source_run_id is not None and run.source_run_id not in id_map):
-                left_out.append(run.id)
-                continue
-            fields["source_run_id"] = id_map.get(run.source_run_id) if run.source_run_id is not None else None
-            wanted[run.id] = _key(fields)
-            if _key(fields) in held:
-                id_map[run.id] = held[_key(fields)]
-                already.append(run.id)
-                continue
-            with source.connect() as src:
-                expected = _count(src, run.id)
-                rows = [dict(r._mapping) for r in src.execute(select(*results).where(QueryResult.run_id == run.id)
-                                                              .order_by(QueryResult.id))]
-            with target.engine.begin() as dst:
-                new_id = dst.execute(insert(Run).values(**fields)).inserted_primary_key[0]
-                for start in range(0, len(rows), CHUNK):
-                    dst.execute(insert(QueryResult), [clean("query_results", {**row, "run_id": new_id})
-                                                      for row in rows[start:start + CHUNK]])
-                found = _count(dst, new_id)
-                if not expected == len(rows) == found:
-                    raise CopyMismatch(f"run {run.id}: SRC holds {expected} rows, {len(rows)} were read and DST "
-                                       f"holds {found}; nothing of it was kept")
-            id_map[run.id] = new_id
-            copied.append(CopiedRun(run.id, new_id, found))
-        with target.engine.connect() as conn:
-            in_target = Counter(_key(dict(r._mapping)) for r in conn.execute(select(*runs)))
-        wrong = [run_id for run_id, key in wanted.items() if in_target[key] != 1]
-        if wrong:
-            raise CopyMismatch(f"after the copy DST does not hold SRC's runs {wrong[:10]} exactly once")
-        return CopyReport(shown(source_url), shown(target_url), tuple(copied), tuple(already), tuple(left_out))
+        target = Store(target_url)
+    except BaseException:
+        source.dispose()
+        raise
+    try:
+        return _copy(source, target, source_url, target_url)
+    except SQLAlchemyError as exc:  # a malformed SRC (or DST) read in the middle: one line, no half-made DST file
+        failed = open_error(source_url, exc)
+        target.close()
+        if created:
+            for leftover in (target_file, *(target_file.with_name(target_file.name + s) for s in ("-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)
+        raise DatabaseUnavailable(f"the copy stopped, every run copied so far is whole: {failed}") from None
     finally:
         source.dispose()
         target.close()
+
+
+def _copy(source: Engine, target: Store, source_url: str, target_url: str) -> CopyReport:
+    """copy_runs' work, run by run, each in one transaction of DST."""
+    runs = list(Run.__table__.columns)
+    results = [QueryResult.__table__.c[name] for name in RESULT_COLUMNS]
+    with target.engine.connect() as conn:
+        held = {_key(dict(r._mapping)): r.id for r in conn.execute(select(*runs))}
+    with source.connect() as src:
+        stored = list(src.execute(select(*runs).order_by(Run.id)))
+    id_map: dict[int, int] = {}
+    wanted: dict[int, tuple] = {}  # SRC run id -> its key in DST
+    copied: list[CopiedRun] = []
+    already: list[int] = []
+    left_out: list[int] = []
+    for run in stored:
+        fields = clean("runs", {name: run._mapping[name] for name in RUN_FIELDS})
+        if run.status not in FINISHED or (run.source_run_id is not None and run.source_run_id not in id_map):
+            left_out.append(run.id)
+            continue
+        fields["source_run_id"] = id_map.get(run.source_run_id) if run.source_run_id is not None else None
+        wanted[run.id] = _key(fields)
+        if _key(fields) in held:
+            id_map[run.id] = held[_key(fields)]
+            already.append(run.id)
+            continue
+        with source.connect() as src:
+            expected = _count(src, run.id)
+            rows = [dict(r._mapping) for r in src.execute(select(*results).where(QueryResult.run_id == run.id)
+                                                          .order_by(QueryResult.id))]
+        with target.engine.begin() as dst:
+            new_id = dst.execute(insert(Run).values(**fields)).inserted_primary_key[0]
+            for start in range(0, len(rows), CHUNK):
+                dst.execute(insert(QueryResult), [clean("query_results", {**row, "run_id": new_id})
+                                                  for row in rows[start:start + CHUNK]])
+            found = _count(dst, new_id)
+            if not expected == len(rows) == found:
+                raise CopyMismatch(f"run {run.id}: SRC holds {expected} rows, {len(rows)} were read and DST "
+                                   f"holds {found}; nothing of it was kept")
+        id_map[run.id] = new_id
+        copied.append(CopiedRun(run.id, new_id, found))
+    with target.engine.connect() as conn:
+        in_target = Counter(_key(dict(r._mapping)) for r in conn.execute(select(*runs)))
+    wrong = [run_id for run_id, key in wanted.items() if in_target[key] != 1]
+    if wrong:
+        raise CopyMismatch(f"after the copy DST does not hold SRC's runs {wrong[:10]} exactly once")
+    return CopyReport(shown(source_url), shown(target_url), tuple(copied), tuple(already), tuple(left_out))

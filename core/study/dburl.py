@@ -35,6 +35,10 @@ def normalise(url: str) -> URL:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
         raise DatabaseUnavailable(f"the results database URL does not parse; write it as {URL_FORM}") from None
+    if parsed.get_backend_name() == "sqlite" and (parsed.query or (parsed.database or "").startswith("file:")):
+        options = ", ".join(sorted(parsed.query)) or "file: URIs"
+        raise DatabaseUnavailable(f"SQLite URL options are not supported ({options}): give the file itself, "
+                                  "sqlite:////absolute/path/results.sqlite (the pages and `report` never write to it)")
     if parsed.drivername in PLAIN_POSTGRES:
         parsed = parsed.set(drivername=PSYCOPG_DRIVER)
     if parsed.drivername == PSYCOPG_DRIVER:

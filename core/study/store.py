@@ -267,14 +267,16 @@ def _compact_json(obj: Any) -> str:
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The file behind a SQLite URL; None for other databases, in-memory SQLite and a URL that does not parse
-    (make_engine says so)."""
+    """The file behind a SQLite URL; None for other databases, in-memory SQLite, a URL that does not parse and one with
+    SQLite URI options (make_engine says so)."""
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
         return None
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return None
+    if parsed.query or parsed.database.startswith("file:"):
+        return None  # URI options: make_engine refuses them by name (dburl.normalise)
     return Path(parsed.database)
 
 
