@@ -96,6 +96,22 @@ def test_the_banner_names_the_installed_local_models_and_how_to_pick_one(app_env
     assert "No local model is installed" in banner and "make llm" in banner
 
 
+def test_a_corrupt_results_database_gives_one_sentence_and_what_to_do(app_env, monkeypatch, tmp_path) -> None:
+    """Issue 23: five pages showed SQLAlchemy's raw error with its help link for a database damaged in the middle."""
+    stored = Path(app_env["DATABASE_URL"].removeprefix("sqlite:///"))
+    blob = bytearray(stored.read_bytes())
+    blob[len(blob) // 2: len(blob) // 2 + 8192] = b"\xab" * 8192
+    (tmp_path / "corrupt.sqlite").write_bytes(bytes(blob))
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'corrupt.sqlite'}")
+    for path in ("app.py", "app_pages/results.py", "app_pages/examples.py", "app_pages/stubs.py"):
+        at = page(path)
+        no_exception(at)
+        errors = texts(at, "error")
+        assert errors, path
+        assert not any("sqlalche.me" in e or "Background on this error" in e for e in errors), (path, errors)
+        assert any("Restore the committed results" in e for e in errors), (path, errors)
+
+
 def test_missing_data_dir_and_database_give_messages_not_tracebacks(app_env, monkeypatch) -> None:
     monkeypatch.setenv("TOOLBENCH_DATA", "/nonexistent")
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{Path(app_env['CACHE_DIR']).parent / 'missing.sqlite'}")

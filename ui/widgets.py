@@ -20,7 +20,7 @@ from core.backends import OFFLINE_LABEL
 from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
 from core.data.toolbench import Api, ApiKey
-from core.study.dburl import shown
+from core.study.dburl import open_error, shown
 from ui.safe import md
 from ui.tables import export_json, with_provenance
 from ui.index_job import IndexJob, index_job
@@ -56,13 +56,22 @@ def offline_banner(settings: Settings) -> None:
                icon=":material/info:")
 
 
+def database_trouble(settings: Settings, exc: BaseException) -> str:
+    """A store's failure as one sentence and what to do: never SQLAlchemy's raw text with its help link."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    reason = str(open_error(settings.results_url, exc)) if isinstance(exc, SQLAlchemyError) else str(exc)
+    return (f"{reason.rstrip('.')}. Restore the committed results (remove data/results.sqlite, then "
+            "`git checkout data/results.sqlite.gz`) or set DATABASE_URL to another store.")
+
+
 def results_ready(settings: Settings) -> bool:
     """True when the results database has runs; otherwise explains how to make some."""
     try:
         if results(settings).available():
             return True
     except Exception as exc:  # noqa: BLE001 - a broken or foreign database must not show a traceback
-        error(f"The results database could not be read: {exc}", settings)
+        error(f"The results database could not be read: {database_trouble(settings, exc)}", settings)
         return False
     st.info("No results yet: the database at "
             f"{md(shown(settings.results_url), 200)} is missing or empty. "
@@ -76,7 +85,7 @@ def safe_read(settings: Settings, read: Callable[..., T], *args: Any, **kwargs: 
     try:
         return read(results(settings), *args, **kwargs)
     except Exception as exc:  # noqa: BLE001
-        error(f"Reading {read.__name__} from the results database failed: {exc}", settings)
+        error(f"Reading {read.__name__} from the results database failed: {database_trouble(settings, exc)}", settings)
         return None
 
 
