@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.settings import REGISTRIES, DataNotFoundError
+from core.settings import REGISTRIES, DataNotFoundError, check_cache_dir
 from ui.index_job import index_job
 from ui.page_settings import LATEST_STUDY, base_settings, current_settings
 
@@ -49,7 +49,8 @@ page = st.navigation(PAGES)
 
 try:
     settings = base_settings()
-except ValueError as exc:  # a bad REGISTRY or LLM_BACKEND value: say which, and stop
+    check_cache_dir(settings.cache_dir)
+except ValueError as exc:  # a bad REGISTRY or LLM_BACKEND value, a CACHE_DIR that cannot be written: say which, stop
     error(f"Configuration error: {exc}")
     st.stop()
 

@@ -82,6 +82,36 @@ BOUNDS: dict[str, Bounds] = {
 }
 
 
+def folder_problem(folder: Path, writable: bool) -> str | None:
+    """Why `folder` cannot be used (or made) as a folder, or None: it, or the nearest part of its path that
+    exists, is a file; with `writable`, that part cannot be written."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return "is a file, not a folder" if existing == folder else f"cannot be created: {existing} is a file"
+    if writable and not os.access(existing, os.W_OK | os.X_OK):
+        return f"cannot be written: the folder {existing} is not writable"
+    return None
+
+
+def check_cache_dir(path: Path) -> None:
+    """CACHE_DIR must be a folder this process can write: the ONNX graph, the parsed registry, the decoded index,
+    the assembled models and the LLM call cache are written there. Else one line (a read-only or impossible folder
+    once gave OSError or FileNotFoundError tracebacks from the first cache write)."""
+    problem = folder_problem(path, writable=True)
+    if problem is None:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            probe = path / f".write-probe-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            problem = f"cannot be written ({exc.strerror or type(exc).__name__})"
+    if problem:
+        raise ValueError(f"CACHE_DIR {path} {problem}; set CACHE_DIR to a folder this user can write")
+
+
 def bounded_setting(values: dict[str, str], name: str, default: str) -> int | float:
     """A numeric setting within BOUNDS[name]; else a one-line ValueError naming it, its range and the bad value."""
     return BOUNDS[name].parse(name, values.get(name, default))

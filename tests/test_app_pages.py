@@ -96,6 +96,13 @@ def test_the_banner_names_the_installed_local_models_and_how_to_pick_one(app_env
     assert "No local model is installed" in banner and "make llm" in banner
 
 
+def test_a_cache_dir_that_cannot_be_written_is_one_line(app_env, monkeypatch) -> None:
+    monkeypatch.setenv("CACHE_DIR", "/proc/self/nope")
+    at = page("app.py")
+    no_exception(at)
+    assert any("CACHE_DIR /proc/self/nope cannot be written" in e.replace("\\", "") for e in texts(at, "error"))
+
+
 def test_a_corrupt_results_database_gives_one_sentence_and_what_to_do(app_env, monkeypatch, tmp_path) -> None:
     """Issue 23: five pages showed SQLAlchemy's raw error with its help link for a database damaged in the middle."""
     stored = Path(app_env["DATABASE_URL"].removeprefix("sqlite:///"))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 from core.progress import progress_callback
 from core.backends import BACKENDS
 from core.retrieval.discovery import MAX_K, QueryError, check_k
-from core.settings import REGISTRIES, Settings
+from core.settings import REGISTRIES, Settings, folder_problem
 from core.study.catalog import parse_ks
 from core.study.dburl import DatabaseUnavailable, normalise, shown
 
@@ -110,19 +110,6 @@ def sqlite_damage(path: Path) -> str | None:
     except sqlite3.Error as exc:
         return str(exc)
     return None if verdict == "ok" else " ".join(verdict.replace("*** in database main ***", "").split())
-
-
-def folder_problem(folder: Path, writable: bool) -> str | None:
-    """Why `folder` cannot be used (or made) as a folder, or None: it, or the nearest part of its path that
-    exists, is a file; with `writable`, that part cannot be written."""
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        return "is a file, not a folder" if existing == folder else f"cannot be created: {existing} is a file"
-    if writable and not os.access(existing, os.W_OK | os.X_OK):
-        return f"cannot be written: the folder {existing} is not writable"
-    return None
 
 
 def add_common(parser: argparse.ArgumentParser, backend: bool = False) -> None:

@@ -20,7 +20,7 @@ from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_v
 from core.data.toolbench import SUBSETS
 from core.progress import progress_callback
 from core.retrieval.discovery import QueryError, clean_query
-from core.settings import DataNotFoundError, Settings, redact
+from core.settings import DataNotFoundError, Settings, check_cache_dir, redact
 from core.study.catalog import positive
 from core.study.dburl import DatabaseUnavailable
 
@@ -275,6 +275,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     return parser, handlers
 
 
+# The commands that write to CACHE_DIR (report, db and pack read and write only the results store).
+CACHE_WRITERS = frozenset({"bench", "index", "index-scale", "query", "eval", "perf", "llm"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     parser, handlers = build_parser()
@@ -282,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings: Settings | None = None
     try:
         settings = settings_for(args)
+        if args.command in CACHE_WRITERS:
+            check_cache_dir(settings.cache_dir)
         started = time.perf_counter()
         code = handlers[args.command](args, settings)
         logging.getLogger(__name__).debug("%s took %.2f s", args.command, time.perf_counter() - started)
