@@ -22,18 +22,19 @@ SHOWN = {"model": "model", "parameters": "parameters", "subset": "subset", "n": 
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _table(url: str, version: float | tuple[int, ...], gold: str, _settings: Settings,
+def _table(url: str, version: float | tuple[int, ...], gold: str, copy_rates: bool, _settings: Settings,
            _reader: ResultsReader) -> pd.DataFrame:
+    """The table; the copy rates (which parse every stored reply: 1-2 s) only when asked for."""
     try:
-        texts = {(q.subset, q.query_id): q.query for q in queries_for(_settings)}
+        texts = {(q.subset, q.query_id): q.query for q in queries_for(_settings)} if copy_rates else {}
     except DataNotFoundError:
         texts = {}  # no copy rate without the queries' texts; every other column reads the store only
     return model_size_table(_reader, paper.load_paper(_settings.root / "data" / "paper_reference.json"), texts, gold)
 
 
-def model_size_frame(settings: Settings, gold: str) -> pd.DataFrame | None:
+def model_size_frame(settings: Settings, gold: str, copy_rates: bool = True) -> pd.DataFrame | None:
     try:
-        return _table(settings.results_url, db_version(settings), gold, settings, results(settings)).copy()
+        return _table(settings.results_url, db_version(settings), gold, copy_rates, settings, results(settings)).copy()
     except Exception as exc:  # noqa: BLE001
         error(f"Reading the model-size table failed: {exc}", settings)
         return None
@@ -41,12 +42,13 @@ def model_size_frame(settings: Settings, gold: str) -> pd.DataFrame | None:
 
 def model_size(settings: Settings, gold: str, compact: bool = False) -> None:
     """The chart, then the table (the Overview shows the differences only; Results every column) and downloads."""
-    table = model_size_frame(settings, gold)
+    table = model_size_frame(settings, gold, copy_rates=not compact)
     if table is None:
         return
-    st.plotly_chart(db_figure(settings, ("model_size", gold), lambda: figures.model_size(table)), width="stretch")
+    st.plotly_chart(db_figure(settings, ("model_size", gold, compact), lambda: figures.model_size(table)),
+                    width="stretch")
     columns = (["model", "parameters", "subset", "n", "ptr_minus_rtp", "ptr_low", "ptr_high", "hybrid_minus_rtp",
-                "stub_copy_rate"] if compact else list(SHOWN))
+                "hybrid_low", "hybrid_high"] if compact else list(SHOWN))
     view = table[columns].rename(columns=SHOWN)
     number = {SHOWN[c]: st.column_config.NumberColumn(SHOWN[c], format="%.3f") for c in columns
               if c not in ("model", "parameters", "subset", "n", "planned_queries")}
