@@ -112,7 +112,7 @@ def test_settings_read_the_index_and_refuse_bad_values(tmp_path) -> None:
     assert IndexSpec.of(Settings.from_env(env={"CACHE_DIR": str(tmp_path)})).kind == "flat"
     with pytest.raises(ValueError, match="INDEX must be one of flat, hnsw, ivf, not 'annoy'"):
         Settings.from_env(env={"INDEX": "annoy"})
-    with pytest.raises(ValueError, match="HNSW_M must be a whole number > 0, not 'many'"):
+    with pytest.raises(ValueError, match="HNSW_M must be a whole number from 2 to 256, not 'many'"):
         Settings.from_env(env={"INDEX": "hnsw", "HNSW_M": "many"})
     with pytest.raises(ValueError, match="IVF_NLIST=500 needs at least 500 vectors"):
         AnnIndex(IndexSpec("ivf", ivf_nlist=500), clustered(np.random.default_rng(3), 100))
