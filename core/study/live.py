@@ -23,11 +23,11 @@ from core.agents.factory import Agents, make_agents
 from core.agents.llm import LLMUnavailable
 from core.agents.llm.budget import within_budget
 from core.agents.llm.stream import streaming_to
-from core.agents.stubs import Stub, StubOutcome, usage_json
+from core.agents.stubs import Stub, StubOutcome
 from core.data.toolbench import ApiKey
 from core.retrieval.discovery import Retriever, check_k, clean_query, hybrid_retrieve, ptr_retrieve, rtp
 from core.settings import Settings
-from core.study.single_query import discovery_json
+from core.study.single_query import discovery_json, ptr_json
 
 STAGES = ("rtp", "writing", "stub", "ptr", "hybrid", "ptr_plan", "rtp_plan", "llm_error")
 _STRING = r'"((?:[^"\\]|\\.)*)"'
@@ -116,11 +116,7 @@ def live_query(text: str, k: int, retriever: Retriever, settings: Settings, emit
     with within_budget(settings.query_budget_s):
         outcome = _write_streaming(agents.stub_writer, query, k, retriever, stage)
         found = ptr_retrieve(outcome.stubs, k, retriever)
-        block = discovery_json(found, None, gold)
-        stub_json = outcome.to_json()
-        block.update(stubs=stub_json["stubs"], stub_fallback=outcome.fallback, stub_error=outcome.error,
-                     stub_capped=outcome.capped, backend_label=outcome.label, usage=usage_json(outcome.usage),
-                     stub_latency_s=stub_json["latency_s"])
+        block = ptr_json(found, outcome, None, gold)
         out["ptr"] = block
         stage("ptr", block)
         out["hybrid"] = discovery_json(hybrid_retrieve(query, () if outcome.fallback else outcome.stubs, k, retriever),

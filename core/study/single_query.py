@@ -30,6 +30,16 @@ def discovery_json(discovery: Discovery, plan: Plan | None, gold: Collection[Api
     return out
 
 
+def ptr_json(found: Discovery, outcome: StubOutcome, plan: Plan | None, gold: Collection[ApiKey] | None) -> dict:
+    """PtR's block: discovery_json plus the stubs that were searched and what writing them cost."""
+    block = discovery_json(found, plan, gold)
+    stub_json = outcome.to_json()
+    block.update(stubs=stub_json["stubs"], stub_fallback=outcome.fallback, stub_error=outcome.error,
+                 stub_capped=outcome.capped, backend_label=outcome.label, usage=usage_json(outcome.usage),
+                 stub_latency_s=stub_json["latency_s"])
+    return block
+
+
 def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, archs: str = "all",
                   use_cache: bool = True, gold: Collection[ApiKey] | None = None,
                   agents: Agents | None = None, stubs: StubOutcome | None = None, plans: bool | None = None) -> dict:
@@ -58,12 +68,7 @@ def inspect_query(text: str, k: int, retriever: Retriever, settings: Settings, a
             outcome = stubs or agents.stub_writer.write(query)
             found = ptr_retrieve(outcome.stubs, k, retriever)
             plan = agents.planner.plan(query, found.hits) if want_plans else None
-            block = discovery_json(found, plan, gold)
-            stub_json = outcome.to_json()
-            block.update(stubs=stub_json["stubs"], stub_fallback=outcome.fallback, stub_error=outcome.error,
-                         stub_capped=outcome.capped, backend_label=outcome.label, usage=usage_json(outcome.usage),
-                         stub_latency_s=stub_json["latency_s"])
-            out["ptr"] = block
+            out["ptr"] = ptr_json(found, outcome, plan, gold)
             if archs == "all":  # hybrid discovery (beyond the paper): retrieval only, from the same stubs
                 out["hybrid"] = discovery_json(hybrid_retrieve(query, () if outcome.fallback else outcome.stubs, k,
                                                                retriever), None, gold)
