@@ -24,6 +24,7 @@ class Scripted:
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str = "application/json"  # a proxy's HTML error page comes as text/html with a 200
+    trickle_s: float = 0.0  # > 0: the body goes out one byte per this many seconds, so no read ever times out
 
 
 @dataclass(frozen=True)
@@ -111,11 +112,31 @@ class FakeServer:
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
                     self.end_headers()
-                    self.wfile.write(data)
+                    if reply.trickle_s:
+                        for byte in data:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(reply.trickle_s)
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout tests)
 
         return Handler
+
+
+class ModeServer(FakeServer):
+    """Answers every request with one reply (the queue, when set, first): a server stuck in one fault mode."""
+
+    def __init__(self, reply: Scripted) -> None:
+        super().__init__()
+        self.reply = reply
+
+    def _next(self) -> Scripted:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        return self.reply
 
 
 def gemini_ok(text: str, prompt_tokens: int = 11, output_tokens: int = 7,

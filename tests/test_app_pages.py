@@ -19,6 +19,7 @@ from core.agents.planner import LLMPlanner
 from core.agents.stubs import LLMStubWriter
 from core.settings import Settings
 from core.study.store import Store
+from tests.fake_llm_servers import ModeServer, Scripted, openai_ok
 from tests.helpers import APIS, APP, EVIL_DESCRIPTION, MAIN_K, QUERIES, SCRUBBED, TIMEOUT_S, build_app_env
 from ui.widgets import GOLD_BADGE
 
@@ -271,6 +272,23 @@ def test_llm_failure_mid_query_keeps_rtp(app_env, index_ready, monkeypatch) -> N
     assert labels[10:] == labels[:5]  # with fallback stubs the hybrid searches the query alone: RtP's hits
     shown = markdown_everywhere(at)
     assert "fell back to the raw query" in shown and "upstream exploded" in shown
+
+
+def test_a_stage_that_runs_out_of_time_is_named_on_the_page(app_env, index_ready, monkeypatch) -> None:
+    """A hanging server and a 1 s budget per stage: each stage says that it, by name, ran out of time."""
+    from core.agents.llm.openai_compat import OpenAICompatClient
+
+    with ModeServer(Scripted(200, openai_ok("{}").body, delay_s=30)) as server:
+        client = OpenAICompatClient(f"{server.url}/v1", "fake-model", timeout_s=60)
+        monkeypatch.setattr("core.study.live.make_agents", lambda settings, retriever, use_cache=True: Agents(
+            LLMStubWriter(client, budget_s=1), LLMPlanner(client, retriever.registry.get, budget_s=1)))
+        at = page("app_pages/inspector.py", {"q": "A hotel in Lisbon and the weather there"})
+    no_exception(at)
+    shown = (markdown_everywhere(at) + " ".join(texts(at, "warning") + texts(at, "error"))).replace("\\", "")
+    for stage in ("PtR's stub writing ran out of time", "RtP's planner ran out of time",
+                  "PtR's planner ran out of time"):
+        assert stage in shown
+    assert "time budget of 1 s" in shown
 
 
 def test_unexpected_ptr_crash_is_contained_to_its_column(app_env, index_ready, monkeypatch) -> None:

@@ -25,26 +25,12 @@ from core.settings import PROJECT_ROOT, Settings
 from core.study.main_study import run_main
 from core.study.single_query import inspect_query
 from core.study.store import Store
-from tests.fake_llm_servers import FakeServer, Scripted, openai_error, openai_ok
+from tests.fake_llm_servers import FakeServer, ModeServer, Scripted, openai_error, openai_ok
 from tests.helpers import make_queries, make_retriever
 
 KEY = "sk-CANARY-fault-matrix-7Q2"
 STUBS_OK = json.dumps({"stubs": [{"name": "search_hotels", "reasoning": "hotels in a city"}]})
 PLAN_OK = json.dumps({"selected_apis": [], "steps": [], "refusal": "nothing fits"})
-
-
-class ModeServer(FakeServer):
-    """Answers every request with one reply (the queue, when set, first): a server stuck in one fault mode."""
-
-    def __init__(self, reply: Scripted) -> None:
-        super().__init__()
-        self.reply = reply
-
-    def _next(self) -> Scripted:
-        with self._lock:
-            if self._queue:
-                return self._queue.popleft()
-        return self.reply
 
 
 def many_stubs(n: int) -> str:

@@ -153,6 +153,14 @@ def diff_lists(diff: TopkDiff) -> dict[str, list[str]]:
             f"Only PtR ({len(diff.only_ptr)})": [display_name(*k) for k in diff.only_ptr]}
 
 
+def ran_out_of_time(stage: str, reason: str | None) -> str | None:
+    """"<stage> ran out of time: <why>" for a stage that hit its call's timeout or the query's budget; None for
+    any other outcome, so the page can name the stage the budget stopped."""
+    if not reason or not reason.startswith("llm_error[timeout]"):
+        return None
+    return f"{stage} ran out of time: {reason.partition(': ')[2] or reason}"
+
+
 def stub_hits(block: dict) -> list[tuple[dict, list[dict]]]:
     """PtR's stubs, each with the final hits it contributed (the stub that scored each hit best)."""
     hits = block.get("hits") or []

@@ -21,11 +21,12 @@ from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
 from core.data.toolbench import Api, ApiKey
 from core.study.dburl import open_error, shown
+from core.study.gold_trace import ARCH_NAMES
 from ui.safe import md
 from ui.tables import export_json, with_provenance
 from ui.index_job import IndexJob, index_job
 from ui.resources import results
-from ui.inspector_view import ARCH_TITLES, latency_text, stub_hits, total_tokens
+from ui.inspector_view import ARCH_TITLES, latency_text, ran_out_of_time, stub_hits, total_tokens
 
 T = TypeVar("T")
 
@@ -212,14 +213,15 @@ def _fmt(value: object, digits: int = 3) -> str:
     return "–" if value is None else f"{float(value):.{digits}f}"
 
 
-def plan_view(plan: dict | None) -> None:
+def plan_view(plan: dict | None, stage: str = "The planner") -> None:
     """The planner's answer: selected APIs, steps, refusal, and how faithful it stayed to the retrieved set."""
     if not plan:
         st.caption("The planner did not run.")
         return
     st.markdown(f"**Planner** ({md(plan.get('backend_label') or plan.get('backend') or '?', 60)})")
     if plan.get("parse_error"):
-        st.error(f"The planner's answer could not be used: {md(plan['parse_error'], 300)}")
+        st.error(md(ran_out_of_time(stage, plan["parse_error"])
+                    or f"The planner's answer could not be used: {plan['parse_error']}", 300))
     if plan.get("refusal"):
         st.warning(f"Refused: {md(plan['refusal'], 400)}")
     selected = plan.get("selected_apis") or []
@@ -251,7 +253,9 @@ def arch_column(arch: str, block: dict | None, lookup: Callable[[ApiKey], Api | 
     st.markdown(score_line(block, k, f"{total_tokens(block):,} tokens · {latency_text(block, stored)}"))
     if arch == "ptr":
         if block.get("stub_fallback"):
-            st.warning("Stub writing failed; PtR fell back to the raw query as its only stub"
+            timed_out = ran_out_of_time("PtR's stub writing", block.get("stub_error"))
+            st.warning(f"{md(timed_out, 300)}; PtR fell back to the raw query as its only stub." if timed_out else
+                       "Stub writing failed; PtR fell back to the raw query as its only stub"
                        + (f": {md(block.get('stub_error'), 300)}" if block.get("stub_error") else "."))
         if block.get("stub_capped"):
             st.warning(f"A cap was hit: {md(block['stub_capped'], 120)} (each stub is one more search).")
@@ -265,7 +269,7 @@ def arch_column(arch: str, block: dict | None, lookup: Callable[[ApiKey], Api | 
             st.markdown(f"- **{md(stub.get('name'), 80)}**{reasoning}  \n  → {found_text}")
     st.markdown(f"**Top {len(block.get('hits') or [])} APIs**")
     hit_list(block.get("hits") or [], lookup)
-    plan_view(block.get("plan"))
+    plan_view(block.get("plan"), f"{ARCH_NAMES[arch]}'s planner")
     if failure:
         error(failure)
 

@@ -2,7 +2,9 @@
 
 bench writes into the results store (DATABASE_URL, default data/results.sqlite) with a progress bar
 on stderr; `--resume` continues unfinished runs (after a crash or kill) without losing or
-duplicating a row, and skips finished ones. `bench all` runs every study in the catalog's order.
+duplicating a row, and skips finished ones; a run another bench process is writing is refused, in one
+line naming that process (core.study.claims), before anything in it changes. `bench all` runs every
+study in the catalog's order.
 report prints the study's tables beside the paper's. Both check the results database URL first, and bench
 opens the store (refusing a foreign or damaged database untouched) before the index loads.
 """
@@ -38,7 +40,8 @@ def _add_bench_flags(p: argparse.ArgumentParser, studies: tuple[Study, ...]) -> 
                    help=f"comma list or 'all' (default: {','.join(PAPER_SUBSETS)})")
     p.add_argument("--limit", type=within("limit"), help="first N queries of each subset only (smoke tests)")
     p.add_argument("--resume", action="store_true",
-                   help="continue unfinished runs of the same configuration and skip finished ones")
+                   help="continue unfinished runs of the same configuration and skip finished ones (a run "
+                        "another process is writing is refused)")
     p.add_argument("--db", help="results database URL (default: DATABASE_URL, else data/results.sqlite)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     for param in _params_of(studies).values():

@@ -22,10 +22,13 @@ Transactions: pysqlite begins a transaction only at an INSERT, UPDATE or DELETE 
 one in autocommit, so every transaction here starts with a write to schema_info. That makes the
 DDL after it roll back with the record if it fails, and serialises concurrent upgraders (SQLite's
 write lock, PostgreSQL's row lock): the second one then finds the migration recorded and skips it.
-Only m001 on an empty database has no table to write first. On PostgreSQL its transaction first takes
-an advisory lock and looks again, so of two writers opening an empty database at once (two bench
-processes on a new team database) one creates the schema and the other finds it made; on SQLite its
-CREATEs commit one by one, as `create_all` did.
+Only m001 on an empty database has no table to write first, so its transaction first takes a lock and
+looks again: on PostgreSQL an advisory lock, on SQLite the write lock itself (BEGIN IMMEDIATE, which
+waits out the busy timeout; the file exists by then, as SQLite makes it on connecting). Of two writers
+opening an empty database at once (two bench processes on a new team database, or on a SQLite file
+that did not exist) one creates the schema, in one transaction, and the other finds it made. On SQLite
+pysqlite would otherwise have run each CREATE in autocommit, before m001's INSERT began a transaction:
+the second writer then failed on "table schema_info already exists".
 """
 from __future__ import annotations
 
@@ -153,6 +156,8 @@ def create(engine: Engine) -> None:
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(select(func.pg_advisory_xact_lock(CREATE_LOCK)))
+        elif conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
         if not inspect(conn).has_table(SCHEMA_INFO.name):
             first.apply(conn)
             RECORDS.create(conn)

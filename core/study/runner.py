@@ -16,7 +16,7 @@ from typing import Any
 from core.data.toolbench import Query
 from core.progress import progress_bar
 from core.study.rows import error_row
-from core.study.store import RunSpec, Store
+from core.study.store import RunRecord, RunSpec, Store
 
 log = logging.getLogger(__name__)
 
@@ -39,20 +39,30 @@ class Job:
 
 def open_run(store: Store, spec: RunSpec, queries: Sequence[Query], resume: bool, commit: str,
              config: dict[str, Any] | None = None) -> tuple[int, list[Query]] | None:
-    """(run id, queries still to do) for a spec; None when resuming and the run already finished.
+    """(run id, queries still to do) for a spec, the run claimed by this store; None when resuming and the run
+    already finished.
 
     Resuming redoes a run's failed rows (an exception, or an LLM failure: core.study.rows.llm_failure),
     a complete run's too, so an outage during a study is repaired by `--resume` once the server is back.
+    A run another live process is writing is refused with RunBusy (core.study.claims) before anything in it changes.
     """
     if resume:
         found = store.find_run(spec)
-        if found is not None and (found.status == "skipped"
-                                  or (found.status == "complete" and not failed_rows(store, found.id))):
-            return None
         if found is not None:
+            if _finished(store, found):
+                return None
+            found = store.claim(found.id)
+            if _finished(store, found):  # the process that held it finished it meanwhile
+                store.release(found.id)
+                return None
             done = store.reopen(found.id, len(queries))
             return found.id, [q for q in queries if q.uid not in done]
     return store.start_run(spec, len(queries), commit, config), list(queries)
+
+
+def _finished(store: Store, run: RunRecord) -> bool:
+    """Nothing for a resume to do: skipped, or complete without a failed row."""
+    return run.status == "skipped" or (run.status == "complete" and not failed_rows(store, run.id))
 
 
 def failed_rows(store: Store, run_id: int) -> int:

@@ -7,7 +7,9 @@ API descriptions are not stored: pages join them from the ToolBench data directo
 SQLite (the default, `data/results.sqlite`) runs in WAL mode so a dashboard can read while a
 benchmark writes; PostgreSQL (`postgresql://...`, through psycopg 3: core.study.dburl) is tested
 against a real server, as nothing here uses SQLite-only SQL outside the connect hook. The unique
-(run_id, query_uid) constraint is what makes a resumed run unable to duplicate a row.
+(run_id, query_uid) constraint is what makes a resumed run unable to duplicate a row, and the store's claims
+(core.study.claims) what keeps two processes from writing one run at once: a run is claimed when it is started or
+reopened and let go when it is finished or the store is closed.
 
 Both stores hold and give back the same values: every string is cleaned in one place (`clean`: NUL
 characters dropped, a value longer than its column cut with a marker), since PostgreSQL refuses both
@@ -47,6 +49,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from core.settings import PROJECT_ROOT
 from core.study import migrations
+from core.study.claims import claims_for
 from core.study.dburl import DatabaseUnavailable, normalise, open_error, shown
 
 SCHEMA_VERSION = len(migrations.MIGRATIONS)  # the migrations this code knows (a database's schema_info.version)
@@ -431,7 +434,8 @@ def _record(run: Run) -> RunRecord:
 
 
 class Store:
-    """Writer side: creates or migrates the schema on first use, opens and closes runs, appends results atomically."""
+    """Writer side: creates or migrates the schema on first use, opens and closes runs (claiming each while it writes
+    it), appends results atomically."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -450,12 +454,15 @@ class Store:
         except SQLAlchemyError as exc:
             raise open_error(url, exc) from None
         self.session = sessionmaker(self.engine, expire_on_commit=False)
+        self.claims = claims_for(self.engine, path)
 
     def close(self) -> None:
+        self.claims.close()
         self.engine.dispose()
 
     def start_run(self, spec: RunSpec, n_queries: int, commit: str, config: dict[str, Any] | None = None,
                   status: str = "running", note: str | None = None) -> int:
+        """A new run's id; a running one is claimed before any other process can see it."""
         now = utcnow()
         with self.session.begin() as s:
             run = Run(**clean("runs", {**spec.as_dict(), "git_commit": commit, "n_queries": n_queries, "status": status,
@@ -463,7 +470,20 @@ class Store:
                       started_at=now, finished_at=None if status == "running" else now)
             s.add(run)
             s.flush()
+            if status == "running":
+                self.claims.take(run.id)
             return run.id
+
+    def claim(self, run_id: int) -> RunRecord:
+        """Claim a stored run for this store, or raise RunBusy while another live process holds it; the run as it is
+        once claimed (its holder may have finished it meanwhile)."""
+        self.claims.take(run_id)
+        with self.session() as s:
+            return _record(s.get_one(Run, run_id))
+
+    def release(self, run_id: int) -> None:
+        """Let a claimed run go unfinished (finish_run lets it go too)."""
+        self.claims.release(run_id)
 
     def find_run(self, spec: RunSpec) -> RunRecord | None:
         """The latest run with exactly this spec (any status)."""
@@ -474,7 +494,8 @@ class Store:
             return None if run is None else _record(run)
 
     def reopen(self, run_id: int, n_queries: int) -> set[str]:
-        """Prepare an unfinished run for resuming: drop its errored rows, return the query uids it holds."""
+        """Prepare an unfinished run, claimed by this store, for resuming: drop its errored rows, return the query uids
+        it holds."""
         with self.session.begin() as s:
             s.execute(delete(QueryResult).where(QueryResult.run_id == run_id, QueryResult.error.is_not(None)))
             s.execute(update(Run).where(Run.id == run_id).values(status="running", finished_at=None, note=None,
@@ -495,6 +516,7 @@ class Store:
         with self.session.begin() as s:
             s.execute(update(Run).where(Run.id == run_id).values(**clean("runs", {"status": status, "note": note}),
                                                                   finished_at=utcnow()))
+        self.claims.release(run_id)
 
     def count_results(self, run_id: int) -> int:
         with self.session() as s:

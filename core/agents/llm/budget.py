@@ -7,10 +7,17 @@ so, rather than wait past it. A context variable carries it, so each worker thre
 """
 from __future__ import annotations
 
+import contextvars
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
+
+from core.agents.llm.base import LLMError
+
+T = TypeVar("T")
 
 _deadline: ContextVar[tuple[float, float] | None] = ContextVar("llm_query_deadline", default=None)
 
@@ -41,3 +48,41 @@ def budget_s() -> float | None:
     """The size of the budget in force, for messages."""
     current = _deadline.get()
     return None if current is None else current[1]
+
+
+def call_timeout_s(timeout_s: float) -> float:
+    """A call's own timeout, cut to what is left of the budget (at least 0.1 s: clients refuse zero)."""
+    left = remaining_s()
+    return timeout_s if left is None else max(0.1, min(timeout_s, left))
+
+
+def bounded(fn: Callable[[], T]) -> T:
+    """fn(), but raise a `timeout` LLMError when the budget in force runs out first (no budget: fn() itself).
+
+    The call runs on a daemon thread with this thread's context, so a nested budget still applies inside it;
+    when the deadline passes the thread is left to end on its own and its result is dropped.
+    """
+    left = remaining_s()
+    if left is None:
+        return fn()
+    if left <= 0:
+        raise LLMError("timeout", f"the query's time budget of {budget_s():.0f} s is spent")
+    done = threading.Event()
+    outcome: list[tuple[bool, object]] = []
+
+    def work() -> None:
+        try:
+            outcome.append((True, fn()))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the waiting thread as it was
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(work,), daemon=True, name="llm-call").start()
+    if not done.wait(left):
+        raise LLMError("timeout", f"the query's time budget of {budget_s():.0f} s ran out during the call")
+    ok, value = outcome[0]
+    if not ok:
+        raise value  # type: ignore[misc]
+    return value  # type: ignore[return-value]

@@ -9,6 +9,7 @@ import httpx2
 from google import genai
 from google.genai import errors, types
 
+from core.agents.llm.budget import call_timeout_s
 from core.agents.llm.base import LLMError, LLMResponse, LLMUnavailable, Usage, kind_for_status
 from core.agents.llm.retry import RetryPolicy, call_with_retry, parse_retry_after
 from core.backends import DEFAULT_GEMINI_MODEL as DEFAULT_MODEL
@@ -37,6 +38,7 @@ class GeminiClient:
         self._secrets = (api_key,)
         self._policy = RetryPolicy(max_attempts=max_attempts)
         self._sleep = sleep
+        self._timeout_s = timeout_s
         options = types.HttpOptions(
             base_url=base_url,
             timeout=max(1, int(timeout_s * 1000)),
@@ -62,9 +64,12 @@ class GeminiClient:
 
     def _once(self, prompt: str, config: types.GenerateContentConfig) -> tuple[str, Usage, float]:
         start = time.perf_counter()
+        # The request's own timeout, never past the query's budget.
+        timed = config.model_copy(update={"http_options": types.HttpOptions(
+            timeout=max(1, int(call_timeout_s(self._timeout_s) * 1000)), retry_options=types.HttpRetryOptions(attempts=1))})
         try:
             response = self._client.models.generate_content(
-                model=self.model, contents=prompt, config=config
+                model=self.model, contents=prompt, config=timed
             )
         except errors.APIError as exc:
             raise self._api_error(exc) from None

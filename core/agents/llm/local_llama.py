@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from core.agents.llm.base import LLMError, LLMResponse, Usage
-from core.agents.llm.budget import remaining_s
+from core.agents.llm.budget import budget_s, remaining_s
 from core.agents.llm.grammar import gbnf
 from core.agents.llm.stream import TextSink, current_sink
 from core.agents.llm.local_model import LocalModel, LocalModelError, llama_cpp_module, quantisation_of, resolve_local_model
@@ -211,10 +211,15 @@ class LocalLlamaClient:
 
     def _acquire(self, text: str) -> tuple[_Instance, list[int]]:
         """A free instance, preferring the one whose KV cache holds most of this prompt: with two
-        instances, stub writing and planning each keep their few-shot examples cached."""
+        instances, stub writing and planning each keep their few-shot examples cached. Waiting for one
+        stops when the query's budget runs out."""
         with self._available:
             while not self._free:
-                self._available.wait()
+                left = remaining_s()
+                if left is not None and left <= 0:
+                    raise LLMError("timeout", f"the query's time budget of {budget_s():.0f} s ran out while "
+                                   "every model instance was busy")
+                self._available.wait(left)
             tokens = self._free[0].tokenize(text, special=self._chat)
             best = max(self._free, key=lambda inst: inst.reusable(tokens))
             self._free.remove(best)

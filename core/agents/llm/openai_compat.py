@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
+from core.agents.llm.budget import call_timeout_s
 from core.agents.llm.base import LLMError, LLMResponse, LLMUnavailable, Usage, kind_for_status
 from core.agents.llm.retry import RetryPolicy, call_with_retry, parse_retry_after
 from core.settings import Settings
@@ -62,6 +63,7 @@ class OpenAICompatClient:
         self._policy = RetryPolicy(max_attempts=max_attempts)
         self._sleep = sleep
         self._max_tokens = max_tokens  # a bound on the reply; None leaves it to the server
+        self._timeout_s = timeout_s
         self._clients = [openai.OpenAI(base_url=url, api_key=api_key or PLACEHOLDER_KEY, timeout=timeout_s,
                                        max_retries=0) for url in (server_urls(base_url) or [None])]
         self._turn = itertools.count()
@@ -100,6 +102,7 @@ class OpenAICompatClient:
                 model=self.model,
                 messages=[{"role": "user", "content": prompt}],
                 temperature=temperature,
+                timeout=call_timeout_s(self._timeout_s),  # never past the query's budget
                 **extra,
             )
         except openai.APIError as exc:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from core.agents.llm.base import LLMError
-from core.agents.llm.budget import budget_s, remaining_s
+from core.agents.llm.budget import bounded, budget_s, remaining_s
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -42,7 +42,8 @@ def call_with_retry(
     """Run `fn` until it succeeds or fails for good; return (result, attempts used).
 
     Only LLMError is retried, and only its retryable kinds; the final error carries `attempts`. Under a
-    query budget (core.agents.llm.budget) no attempt starts, and no wait begins, that would end past it.
+    query budget (core.agents.llm.budget) no attempt starts, and no wait begins, that would end past it,
+    and an attempt still in flight when it runs out is abandoned (`bounded`).
     """
     attempts = max(1, policy.max_attempts)
     attempt = 1
@@ -51,13 +52,15 @@ def call_with_retry(
         if left is not None and left <= 0:
             raise LLMError("timeout", f"the query's time budget of {budget_s():.0f} s is spent", attempts=attempt - 1)
         try:
-            return fn(), attempt
+            return bounded(fn), attempt
         except LLMError as err:
             err.attempts = attempt
             if not err.retryable or attempt >= attempts:
                 raise
             wait = policy.delay(attempt, err, rng)
             left = remaining_s()
+            if left is not None and left <= 0 and err.kind == "timeout":
+                raise  # the budget itself ran out: its own message says so
             if left is not None and wait >= left:
                 raise LLMError("timeout", f"{err}; retrying in {wait:.0f} s would pass the query's time budget "
                                f"of {budget_s():.0f} s", status=err.status, attempts=attempt) from None
