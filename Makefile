@@ -90,8 +90,9 @@ MAIN_ARGS := --runs 1 --plan-sample 60 --concurrency 4 --resume
 # not turn its calls in flight into timeouts.
 LOCAL_STUDY := LLM_BACKEND=local LOCAL_INSTANCES=2 LOCAL_THREADS=1 LLM_TIMEOUT_S=300 LLM_QUERY_BUDGET_S=900 \
 	nice -n 10 $(PY) -m core bench
+# Needs `make llm MODEL=all` once; a restart only verifies the model files (seconds), without llm's speed check.
 results-models:
-	$(MAKE) llm MODEL=all
+	$(PY) -m core llm install --model all
 	for subset in G2_instruction G1_instruction G3_instruction; do for model in $(QWEN_05B) $(QWEN_15B); do \
 	  LOCAL_MODEL=$$model $(LOCAL_STUDY) main --subsets $$subset $(MAIN_ARGS) || exit 1; done; done
 	for model in $(QWEN_05B) $(QWEN_15B); do \

@@ -2,14 +2,17 @@
 
 LLM calls run on the pool; retrieval runs on the calling thread, batched; rows are committed as they
 arrive (whatever finished since the last commit goes in one transaction), so a run killed at any
-point resumes with `resume=True` and ends with every (run, query) row exactly once.
+point resumes with `resume=True` and ends with every (run, query) row exactly once. The pool takes a
+query's finishing step before the next query's stub call, so PtR's rows are stored as they are done
+rather than after every stub call of the invocation: a stopped study loses only the calls in flight.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +38,44 @@ class Job:
     finish: Callable[[int, Query, Any], dict[str, Any]]
     prepare: Callable[[Query], Any] | None = None
     retrieve: Callable[[list[tuple[Query, Any]]], list[Any]] | None = None
+
+
+FINISH, PREPARE, STOP = 0, 1, 2  # task priorities: lower runs first
+
+
+class _UrgentFirstPool:
+    """Worker threads that take the most urgent task first (lowest priority, then oldest): with plain FIFO every
+    stub call of an invocation ran before the first planner call, and no PtR row was stored until all had."""
+
+    def __init__(self, workers: int) -> None:
+        self._tasks: queue.PriorityQueue[tuple[int, int, Callable[[], None] | None]] = queue.PriorityQueue()
+        self._order = itertools.count()
+        self._cancelled = False
+        self._threads = [threading.Thread(target=self._work, daemon=True, name=f"bench-{i}") for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, priority: int, task: Callable[[], None]) -> None:
+        self._tasks.put((priority, next(self._order), task))
+
+    def _work(self) -> None:
+        while True:
+            _, _, task = self._tasks.get()
+            if task is None:
+                return
+            if not self._cancelled:
+                task()
+
+    def cancel(self) -> None:
+        """Drop the queued tasks; the ones already running finish."""
+        self._cancelled = True
+
+    def shutdown(self) -> None:
+        """Wait for the workers: after every queued task, or after the running ones when cancelled."""
+        for _ in self._threads:
+            self._tasks.put((STOP, next(self._order), None))
+        for thread in self._threads:
+            thread.join()
 
 
 def open_run(store: Store, spec: RunSpec, queries: Sequence[Query], resume: bool, commit: str,
@@ -105,17 +146,17 @@ def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool 
             events.put(event or ("row", job, query, error_row(job.run_id, query, job.k, RuntimeError("interrupted"))))
 
     def submit_finish(job: Job, query: Query, payload: Any) -> None:
-        pool.submit(guarded, "row", job, query, lambda: job.finish(job.run_id, query, payload))
+        pool.submit(FINISH, lambda: guarded("row", job, query, lambda: job.finish(job.run_id, query, payload)))
 
     bar = progress_bar(total, desc, progress)
-    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    pool = _UrgentFirstPool(max(1, concurrency))
     try:
         for job in jobs:
             for query in job.todo:
                 if job.prepare is None:
                     submit_finish(job, query, None)
                 else:
-                    pool.submit(guarded, "prepared", job, query, lambda j=job, q=query: j.prepare(q))
+                    pool.submit(PREPARE, lambda j=job, q=query: guarded("prepared", j, q, lambda: j.prepare(q)))
         received = 0
         while received < total:
             batch = [events.get()]
@@ -146,14 +187,14 @@ def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool 
                     run_id = row["run_id"]
                     store.finish_run(run_id, note=finish_note(failed_rows(store, run_id), sizes[run_id]))
     except BaseException as exc:
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.cancel()
         for run_id, left in remaining.items():
             if left > 0:
                 store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}"[:1000])
         raise
     finally:
         bar.close()
-        pool.shutdown(wait=True)
+        pool.shutdown()
 
 
 def insert_run(store: Store, run_id: int, rows: list[dict[str, Any]]) -> None:
