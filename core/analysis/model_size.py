@@ -79,7 +79,7 @@ def copy_rates(replies: pd.DataFrame, queries: Mapping[tuple[str, int], str], se
 
 
 def system_rows(setup: Mapping[str, Any], pq: pd.DataFrame, hybrid_pq: pd.DataFrame, stubs: pd.DataFrame,
-                copies: Mapping[str, Mapping[str, Any]], replies: pd.DataFrame) -> list[dict[str, Any]]:
+                copies: Mapping[str, Mapping[str, Any]], planned: Mapping[str, int]) -> list[dict[str, Any]]:
     """One stored study's rows of the table, one per instruction subset it holds."""
     model, parameters = describe(setup)
     merged = pq.merge(hybrid_pq, on=["subset", "query_id"], how="left") if len(hybrid_pq) else pq.assign(
@@ -93,8 +93,6 @@ def system_rows(setup: Mapping[str, Any], pq: pd.DataFrame, hybrid_pq: pd.DataFr
         hybrid = paired_difference(part["hybrid_recall"], part["rtp_recall"])
         stat = stubs[stubs["subset"] == subset]
         copy = copies.get(subset, {})
-        planned = replies[(replies["subset"] == subset) & (replies["arch"] == "ptr")]["plan"].map(
-            lambda p: isinstance(p, dict)).sum()
         rows.append({"model": model, "parameters": parameters, "source": "this lab", "subset": subset,
                      "n": len(part), "rtp_recall": float(part["rtp_recall"].mean()),
                      "ptr_recall": float(part["ptr_recall"].mean()),
@@ -103,7 +101,7 @@ def system_rows(setup: Mapping[str, Any], pq: pd.DataFrame, hybrid_pq: pd.DataFr
                      **{c: float(stat[c].iloc[0]) if len(stat) else math.nan for c in TABLE4},
                      "stub_copy_rate": copy["stubs"].rate if copy else None,
                      "plan_copy_rate": copy["plan"].rate if copy else None,
-                     "planned_queries": int(planned)})
+                     "planned_queries": planned.get(subset, 0)})
     return rows
 
 
@@ -179,9 +177,10 @@ def model_size_table(reader: Any, paper: Mapping[str, Any], queries: Mapping[tup
     for system in reader.backends():
         setup = reader.setup(system) or {}
         k = int(setup.get("k") or 5)
-        replies = reader.replies(system)
+        # The copy rates parse every stored reply (1-2 s): only when the query texts they need are given.
+        copies = copy_rates(reader.replies(system), queries, setup) if queries else {}
         rows += system_rows(setup, reader.per_query(None, gold, k, system), reader.hybrid_per_query(gold, system),
-                            reader.stub_stats(system), copy_rates(replies, queries, setup), replies)
+                            reader.stub_stats(system), copies, reader.planned_counts(system))
     if gold == "api_list":
         rows += paper_rows(paper)
     return pd.DataFrame(sorted(rows, key=order_key), columns=COLUMNS)

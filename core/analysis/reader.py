@@ -56,6 +56,7 @@ latest complete run counts.
   parse_error_rate, complete_miss_rate, wrong_tool_rate, refusal_on_miss, planner_jaccard, runs.
 - `replies()`: run 0's stub and plan texts (subset, query_id, arch, stub_fallback, stub_names, stub_reasonings,
   plan), for the copy rate (core.analysis.copying).
+- `planned_counts()`: per subset, how many of run 0's PtR rows were planned.
 - `cost()`: subset, n_queries, n_planned, rtp_tokens, ptr_tokens, ptr_discovery_tokens,
   ptr_discovery_output_tokens, ptr_planner_tokens, ptr_overhead, {rtp,ptr}_{prompt,output,
   thoughts}_tokens (means per query). `routing_savings() -> dict`.
@@ -627,6 +628,13 @@ class ResultsReader:
         rows = self._main(backend, REPLY_SOURCE)
         columns = ["subset", "query_id", "arch", "stub_fallback", "stub_names", "stub_reasonings", "plan"]
         return rows.loc[rows["run_index"] == 0, columns].reset_index(drop=True)
+
+    @read_cached
+    def planned_counts(self, backend: str | None = None) -> dict[str, int]:
+        """Per subset: how many of run 0's PtR rows the planner ran on (fewer than n with a planner sample)."""
+        per_run = self._per_run(self._selected("main", backend))
+        part = per_run[(per_run["arch"] == "ptr") & (per_run["run_index"] == 0)]
+        return {str(subset): int(n) for subset, n in zip(part["subset"], part["n_planned"])}
 
     @read_cached
     def cost(self, backend: str | None = None) -> pd.DataFrame:
