@@ -159,6 +159,26 @@ def gemini_error(status: int, message: str = "error", headers: dict[str, str] | 
     return Scripted(status, body, headers=headers or {})
 
 
+def gemini_prompt_blocked(reason: str = "SAFETY") -> Scripted:
+    """A Gemini reply whose prompt the safety filter blocked: `promptFeedback.blockReason`, no candidates."""
+    return Scripted(200, {
+        "promptFeedback": {"blockReason": reason, "safetyRatings": [
+            {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}]},
+        "usageMetadata": {"promptTokenCount": 11, "totalTokenCount": 11},
+        "modelVersion": "gemini-2.5-flash",
+    })
+
+
+def gemini_reply_blocked(reason: str = "SAFETY") -> Scripted:
+    """A Gemini reply the safety filter stopped: a candidate with that `finishReason` and no content."""
+    return Scripted(200, {
+        "candidates": [{"finishReason": reason, "index": 0, "safetyRatings": [
+            {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}]}],
+        "usageMetadata": {"promptTokenCount": 11, "totalTokenCount": 11},
+        "modelVersion": "gemini-2.5-flash",
+    })
+
+
 def openai_ok(text: str, prompt_tokens: int = 13, completion_tokens: int = 5,
               reasoning_tokens: int | None = 2) -> Scripted:
     """An OpenAI chat-completions success body."""
@@ -172,6 +192,14 @@ def openai_ok(text: str, prompt_tokens: int = 13, completion_tokens: int = 5,
                      "message": {"role": "assistant", "content": text}}],
         "usage": usage,
     })
+
+
+def openai_filtered(content: str | None = None) -> Scripted:
+    """An OpenAI chat-completions reply the content filter stopped (`finish_reason: "content_filter"`)."""
+    body = openai_ok("").body
+    choice = {**body["choices"][0], "finish_reason": "content_filter",
+              "message": {"role": "assistant", "content": content}}
+    return Scripted(200, {**body, "choices": [choice]})
 
 
 def openai_error(status: int, message: str = "error", headers: dict[str, str] | None = None) -> Scripted:

@@ -97,3 +97,42 @@ def test_api_key_never_reaches_output(tiny_env, capsys, caplog) -> None:
     for text in (out.out, out.err, caplog.text):
         assert sentinel not in text
     assert any(sentinel in r.headers.get("x-goog-api-key", "") for r in server.requests)  # it was sent
+
+
+def test_query_json_drops_nul_characters_as_the_store_does(tiny_env, capsys, monkeypatch, tmp_path) -> None:
+    """An LLM reply holding NUL characters is printed by `query --json` as the stored row holds it: without
+    them (neither raw nor as the \\u0000 escape), the rest of the text unchanged."""
+    from core.agents.factory import agents_factory
+    from core.settings import Settings
+    from core.study.main_study import run_main
+    from core.study.store import Store
+    from tests.fake_llm_servers import ModeServer, openai_ok
+    from tests.helpers import make_queries, make_retriever
+
+    # One reply that parses both as stubs and as a plan answers every call.
+    reply = json.dumps({"stubs": [{"name": "search\u0000_hotels", "reasoning": "hotels\u0000 in a city"}],
+                        "selected_apis": [], "steps": ["call\u0000 the API"], "refusal": "none\u0000 fits"})
+    retriever = make_retriever()
+    query = make_queries(1)[0]
+    with ModeServer(openai_ok(reply)) as server:
+        env = {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_MODEL": "fake-model"}
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setattr("core.cli.main.retriever_for", lambda settings: (retriever, None))
+        assert main(["query", query.query, "--k", "3", "--arch", "all", "--json"]) == 0
+        printed = capsys.readouterr().out
+        url = f"sqlite:///{tmp_path / 'nul.sqlite'}"
+        settings = Settings.from_env({**tiny_env, **env})
+        run_main(Store(url), retriever, agents_factory(settings, retriever), [query], runs=1, k=3, concurrency=1)
+
+    assert "\x00" not in printed and "\\u0000" not in printed
+    result = json.loads(printed)
+    assert result["ptr"]["stubs"] == [{"name": "search_hotels", "reasoning": "hotels in a city"}]
+    assert not result["ptr"]["stub_fallback"]
+    rows = [row for run in (1, 2) for row in Store(url).results(run, ("stubs", "plan"))]
+    stored = {"ptr" if row["stubs"] else "rtp": row for row in rows}
+    assert result["ptr"]["stubs"] == [{"name": s["name"], "reasoning": s["reasoning"]} for s in stored["ptr"]["stubs"]]
+    for arch in ("rtp", "ptr"):
+        plan = result[arch]["plan"]
+        assert (plan["steps"], plan["refusal"]) == (["call the API"], "none fits")
+        assert (plan["steps"], plan["refusal"]) == (stored[arch]["plan"]["steps"], stored[arch]["plan"]["refusal"])

@@ -113,3 +113,28 @@ def test_a_local_call_waiting_for_a_busy_model_ends_within_its_budget() -> None:
         thread.join()
     assert info.value.kind == "timeout" and "busy" in info.value.message
     assert took < 1.0 + SLACK_S
+
+
+@pytest.mark.skipif(not llama_built() and not os.environ.get("CI"), reason="llama.cpp is not built here: run `make llm`")
+@pytest.mark.slow
+def test_a_deadline_stops_the_prompt_inside_one_evaluation_call() -> None:
+    """One prompt chunk is one llama_decode call (21 s for the 1.5B on 2 busy cores): the deadline must cut into it,
+    not wait for it. Measured against the same chunk's own time in this process, so a busy machine cannot fail it."""
+    from core.agents.llm.local_llama import CHUNK, LocalLlamaClient
+    from core.agents.llm.local_model import resolve_local_model
+
+    client = LocalLlamaClient(resolve_local_model("", MODEL_CACHE), timeout_s=60).load()
+    instance = client._instances_loaded[0]
+    tokens = instance.tokenize("Plan the tools for this request. " * 40, special=False)[:CHUNK + 1]
+
+    def evaluate(deadline_s: float) -> tuple[bool, float]:
+        instance._last_prompt = []  # nothing reused: the whole chunk is computed
+        started = time.perf_counter()
+        done = instance._thread.submit(instance._evaluate, tokens, started + deadline_s).result()
+        return done, time.perf_counter() - started
+
+    whole = min(evaluate(600)[1] for _ in range(2))
+    done, cut = evaluate(whole / 10)
+    assert not done, "the deadline passed during the chunk, yet the prompt was evaluated"
+    assert cut < whole / 2, f"cut at {cut:.3f} s; the chunk takes {whole:.3f} s"
+    assert instance._thread.submit(instance._evaluate, tokens).result()  # the instance still works afterwards

@@ -1,4 +1,5 @@
-"""Every LLM fault mode against a real OpenAI-compatible HTTP server on 127.0.0.1 that misbehaves on purpose.
+"""Every LLM fault mode against a real OpenAI-compatible HTTP server on 127.0.0.1 that misbehaves on purpose
+(and a Gemini one whose safety filter blocks the reply).
 
 For each mode, through the real client, the call cache and the real study runner and store: RtP still
 answers; the failure is stored and shown (a failed row, or a labelled fallback for a reply the model
@@ -25,7 +26,8 @@ from core.settings import PROJECT_ROOT, Settings
 from core.study.main_study import run_main
 from core.study.single_query import inspect_query
 from core.study.store import Store
-from tests.fake_llm_servers import FakeServer, ModeServer, Scripted, openai_error, openai_ok
+from tests.fake_llm_servers import (FakeServer, ModeServer, Scripted, gemini_prompt_blocked, gemini_reply_blocked,
+                                    openai_error, openai_filtered, openai_ok)
 from tests.helpers import make_queries, make_retriever
 
 KEY = "sk-CANARY-fault-matrix-7Q2"
@@ -69,6 +71,15 @@ MODES = {
     "huge_reply": Mode(chat(json.dumps({"stubs": [{"name": "x" * 100_000, "reasoning": "y"}]})), True,
                        "reply_too_large"),
     "thousands_of_stubs": Mode(chat(many_stubs(5000)), True, "reply_too_large"),
+    "content_filter": Mode(openai_filtered(), True,
+                           "llm_error[blocked]: the reply was blocked by the API's content filter (content_filter)"),
+}
+# A Gemini safety block: a failed call (its own kind), never an empty reply counted as the model's answer.
+GEMINI_MODES = {
+    "prompt_blocked": Mode(gemini_prompt_blocked("SAFETY"), True,
+                           "llm_error[blocked]: the prompt was blocked by the API's safety filter (SAFETY)"),
+    "reply_blocked": Mode(gemini_reply_blocked("SAFETY"), True,
+                          "llm_error[blocked]: the reply was blocked by the API's safety filter (SAFETY)"),
 }
 
 
@@ -76,10 +87,11 @@ MODES = {
 def settings_for(tmp_path: Path) -> Iterator:
     servers: list[FakeServer] = []
 
-    def make(server: FakeServer) -> Settings:
+    def make(server: FakeServer, backend: str = "openai") -> Settings:
         servers.append(server.start())
-        return Settings.from_env({"LLM_BACKEND": "openai", "OPENAI_BASE_URL": f"{server.url}/v1",
-                                  "OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": KEY, "LLM_TIMEOUT_S": "0.5",
+        client = ({"GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": KEY} if backend == "gemini" else
+                  {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": KEY})
+        return Settings.from_env({"LLM_BACKEND": backend, **client, "LLM_TIMEOUT_S": "0.5",
                                   "LLM_QUERY_BUDGET_S": "3", "CACHE_DIR": str(tmp_path / "cache")})
     yield make
     for server in servers:
@@ -94,7 +106,21 @@ def cached_rows(settings: Settings) -> int:
 @pytest.mark.parametrize("name", list(MODES))
 def test_fault_mode(name: str, settings_for, tmp_path: Path) -> None:
     mode = MODES[name]
-    settings = settings_for(ModeServer(mode.reply))
+    check_mode(mode, settings_for(ModeServer(mode.reply)), tmp_path)
+
+
+@pytest.mark.parametrize("name", list(GEMINI_MODES))
+def test_gemini_safety_block(name: str, settings_for, tmp_path: Path) -> None:
+    mode = GEMINI_MODES[name]
+    server = ModeServer(mode.reply)
+    check_mode(mode, settings_for(server, "gemini"), tmp_path)
+    assert len(server.requests) == 6  # stubs and two plans, in the Inspector and the study: none retried or repaired
+    with pytest.raises(NoUsableRows, match="no usable row \\(2 failed rows"):  # left out of the means
+        build_report(ResultsReader(f"sqlite:///{tmp_path / 'results.sqlite'}"))
+
+
+def check_mode(mode: Mode, settings: Settings, tmp_path: Path) -> None:
+    """RtP answers, the failure is shown and stored as `mode` says, and nothing is cached."""
     retriever = memoised(make_retriever())
     [query] = make_queries(1)[:1]
 

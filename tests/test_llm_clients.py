@@ -18,7 +18,8 @@ from core.agents.llm.retry import RetryPolicy, call_with_retry
 from core.agents.prompts import DISCOVERY_SCHEMA, PLANNER_SCHEMA, validate_plan, validate_stubs
 from core.settings import Settings
 from tests.fake_llm_servers import (
-    FakeServer, Scripted, closed_port, gemini_error, gemini_ok, openai_error, openai_ok,
+    FakeServer, Scripted, closed_port, gemini_error, gemini_ok, gemini_prompt_blocked, gemini_reply_blocked,
+    openai_error, openai_filtered, openai_ok,
 )
 
 KEY = "sk-SENTINEL-123"
@@ -258,6 +259,37 @@ def test_generate_json_reports_llm_errors_without_raising(
     obj, resp, reason, usage = reply.obj, reply.response, reply.error, reply.usage
     assert (obj, resp, usage) == (None, None, Usage())
     assert reason is not None and reason.startswith("llm_error[rate_limit]:")
+
+
+BLOCKED = {  # a reply the API's filter withheld -> what the error says
+    "gemini_prompt": ("gemini", gemini_prompt_blocked("SAFETY"),
+                      "the prompt was blocked by the API's safety filter (SAFETY)"),
+    "gemini_reply": ("gemini", gemini_reply_blocked("SAFETY"), "the reply was blocked by the API's safety filter (SAFETY)"),
+    "gemini_recitation": ("gemini", gemini_reply_blocked("RECITATION"),
+                          "the reply was blocked by the API's safety filter (RECITATION)"),
+    "openai_content_filter": ("openai", openai_filtered(), "the reply was blocked by the API's content filter"),
+    "openai_cut_by_filter": ("openai", openai_filtered('{"selected_apis": ['),
+                             "the reply was blocked by the API's content filter"),
+}
+
+
+@pytest.mark.parametrize("name", list(BLOCKED))
+def test_a_blocked_reply_is_a_failed_call_not_retried_nor_repaired(
+    name: str, server: FakeServer, sleeps: SleepRecorder
+) -> None:
+    """Not an empty reply to repair (`malformed_json: empty response`) but its own failure kind, asked once."""
+    backend, reply, says = BLOCKED[name]
+    server.enqueue(reply)  # then the empty queue's 500s, which a retry would meet
+    with pytest.raises(LLMError) as info:
+        client_for(backend, server.url, sleeps).generate("q", schema=PLANNER_SCHEMA)
+    assert (info.value.kind, info.value.retryable, info.value.attempts) == ("blocked", False, 1)
+    assert says in info.value.message and len(server.requests) == 1 and sleeps.calls == []
+
+    repaired = ok(backend, json.dumps({"selected_apis": [], "steps": [], "refusal": "none"}))  # a repair's answer
+    server.enqueue(reply, repaired)
+    answer = generate_json(client_for(backend, server.url, sleeps), "q", PLANNER_SCHEMA, 0.0, validate_plan)
+    assert answer.obj is None and answer.error is not None and answer.error.startswith(f"llm_error[blocked]: {says}")
+    assert len(server.requests) == 2  # no repair prompt followed
 
 
 def test_generate_json_reports_error_during_repair(server: FakeServer, sleeps: SleepRecorder) -> None:

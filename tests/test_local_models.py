@@ -1,5 +1,6 @@
 """The declared local models: installing from chunk wheels (on small synthetic wheels), verifying what was
-assembled, the refusals, and a real query through the Qwen2.5-Coder 0.5B instruct model.
+assembled and what changed after it was verified, the refusals, and a real query through the Qwen2.5-Coder
+0.5B instruct model.
 
 Under CI (`.ci/run` installs the 0.5B model with `make llm MODEL=...`) the real-model test runs and never
 skips; elsewhere it skips when the model is not installed.
@@ -7,10 +8,13 @@ skips; elsewhere it skips when the model is not installed.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import struct
 import sys
+import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -112,9 +116,88 @@ def test_a_truncated_installed_file_is_refused_with_the_command_to_reinstall(tmp
     monkeypatch.setattr(local_model, "WHEELS_DIR", tmp_path / "no-wheels")
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "tiny.gguf").write_bytes(data[:-100])
-    with pytest.raises(LocalModelError, match="tiny is not installed: run `make llm MODEL=tiny`"):
+    with pytest.raises(LocalModelError, match=r"tiny.gguf is [\d,]+ bytes, not the declared [\d,]+ \(truncated or "
+                                              r"another file\); removed it: run `make llm MODEL=tiny` to assemble"):
         local_model.declared_file(spec, tmp_path)
     assert not (tmp_path / "models" / "tiny.gguf").exists()  # the damaged file is not kept
+
+
+MODEL_DAMAGE = {"zeroed region": lambda data: data[:-600] + bytes(64) + data[-536:],
+                "flipped bytes": lambda data: data[:-300] + bytes(b ^ 0x5A for b in data[-300:-292]) + data[-292:],
+                "truncated": lambda data: data[:-100]}
+
+
+def installed_tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[LocalModelSpec, bytes, Path]:
+    """The synthetic model assembled from its wheels (all there: no pip) and verified once, its sha256 memoised."""
+    from core.agents.llm import local_model
+
+    spec, data = synthetic_spec(tmp_path)
+    monkeypatch.setitem(LOCAL_MODELS, "tiny", spec)
+    monkeypatch.setattr(local_model, "WHEELS_DIR", tmp_path / "wheels")
+    path = local_model.declared_file(spec, tmp_path)
+    assert local_model.declared_file(spec, tmp_path) == path and len(list(path.parent.glob("sha-*.json"))) == 1
+    return spec, data, path
+
+
+def change_in_place(path: Path, damage: Callable[[bytes], bytes]) -> None:
+    """`damage` written into the same inode, then the old mtime put back, as cp -p, tar or rsync do."""
+    before = path.stat()
+    time.sleep(0.02)  # past one tick where the file system keeps coarse timestamps
+    damaged = damage(path.read_bytes())
+    with path.open("r+b") as fh:
+        fh.write(damaged)
+        fh.truncate(len(damaged))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert after.st_ctime_ns != before.st_ctime_ns  # what gives the change away
+
+
+@pytest.mark.parametrize("damage", MODEL_DAMAGE)
+def test_a_model_changed_after_its_sha_was_memoised_is_assembled_again_with_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, damage: str) -> None:
+    """Before, a same-size change kept the memo's key (path, size, mtime) and was served as the declared model;
+    a truncated one was assembled again without a word."""
+    from core.agents.llm import local_model
+
+    spec, data, path = installed_tiny(tmp_path, monkeypatch)
+    change_in_place(path, MODEL_DAMAGE[damage])
+    with caplog.at_level(logging.WARNING):
+        assert local_model.declared_file(spec, tmp_path) == path
+    assert path.read_bytes() == data
+    [line] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert line.startswith("tiny.gguf ") and line.endswith("; assembling it again from its source")
+
+
+@pytest.mark.parametrize("damage", ["zeroed region", "flipped bytes"])
+def test_a_model_changed_after_its_sha_was_memoised_without_its_source_is_refused_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
+    from core.agents.llm import local_model
+
+    spec, _, path = installed_tiny(tmp_path, monkeypatch)
+    monkeypatch.setattr(local_model, "WHEELS_DIR", tmp_path / "no-wheels")
+    change_in_place(path, MODEL_DAMAGE[damage])
+    refusal = (r"^tiny.gguf has sha256 \w{12}…, not the declared \w{12}… \(damaged or another file\); removed it: "
+               r"run `make llm MODEL=tiny` to assemble it again.$")
+    with pytest.raises(LocalModelError, match=refusal) as info:
+        local_model.declared_file(spec, tmp_path)
+    assert "\n" not in str(info.value) and not path.exists()
+
+
+def test_a_path_models_sha256_follows_a_change_in_place_and_a_damaged_memo_is_not_believed(tmp_path: Path) -> None:
+    """LOCAL_MODEL=path: the sha256 every stored result records is the file's, not a memo's."""
+    from core.agents.llm.local_model import _known_sha
+
+    path = tmp_path / "mine.gguf"
+    path.write_bytes(gguf_bytes("Mine"))
+    assert _known_sha(path, tmp_path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    change_in_place(path, MODEL_DAMAGE["zeroed region"])
+    assert _known_sha(path, tmp_path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    for memo in (tmp_path / "models").glob("sha-*.json"):  # a digit of each memoised sha256 changed
+        text = memo.read_text()
+        at = text.index('"sha256": "') + len('"sha256": "')
+        memo.write_text(text[:at] + ("1" if text[at] == "0" else "0") + text[at + 1:])
+    assert _known_sha(path, tmp_path) == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_an_unknown_model_name_is_one_line() -> None:

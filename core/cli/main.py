@@ -63,10 +63,13 @@ def write_index_artifact(settings: Settings, rebuild: bool) -> int:
 
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     from core.study.single_query import inspect_query
+    from core.study.store import without_nul
 
     clean_query(args.text)  # refuse bad input before loading anything
     retriever, _ = retriever_for(settings)
-    result = inspect_query(args.text, args.k, retriever, settings, archs=args.arch, use_cache=not args.no_cache)
+    # The LLM's texts as the store would hold them (NUL characters dropped), in the JSON and the lines alike.
+    result = without_nul(inspect_query(args.text, args.k, retriever, settings, archs=args.arch,
+                                       use_cache=not args.no_cache))
     if result.get("llm_error"):  # RtP still answers; the LLM half says why it could not run
         print(f"LLM unavailable: {redact(result['llm_error'], settings.secrets())}", file=sys.stderr)
     if args.json:
@@ -146,6 +149,7 @@ def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
     from core.agents.llm.local_llama import local_client
     from core.agents.prompts import STYLES
     from core.agents.stubs import LLMStubWriter
+    from core.study.store import without_nul
 
     failed = 0
     for name in _models_named(args.model, settings):
@@ -177,9 +181,10 @@ def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
         ready_s = time.perf_counter() - started
         speed = client.speed()
         outcome = LLMStubWriter(client, STYLES[client.prompt_style]).write(args.query)
-        report = {**client.provenance(), "model": client.model, "ready_s": round(ready_s, 2), **speed,
-                  "query": args.query, "stubs": [{"name": s.name, "reasoning": s.reasoning} for s in outcome.stubs],
-                  "stub_seconds": round(outcome.latency_s, 2), "stub_error": outcome.error}
+        report = without_nul({**client.provenance(), "model": client.model, "ready_s": round(ready_s, 2), **speed,
+                              "query": args.query,
+                              "stubs": [{"name": s.name, "reasoning": s.reasoning} for s in outcome.stubs],
+                              "stub_seconds": round(outcome.latency_s, 2), "stub_error": outcome.error})
         if args.json:
             print(json.dumps(report))
         else:

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 
 FALLBACK_STUB = "(the raw query: the stub writer failed)"
 # Reasons (core.agents.llm.jsonparse) that mean the model could not be asked or its reply not read: an
-# outage, a timeout, a spent budget, a client fault, an oversized reply. Such a row measures the outage,
-# not the architecture, so it is stored as failed: left out of every mean, counted, redone by --resume.
+# outage, a timeout, a spent budget, a client fault, a reply the API's filter blocked (llm_error[blocked]), an
+# oversized reply. Such a row measures the outage, not the architecture, so it is stored as failed: left out
+# of every mean, counted, redone by --resume.
 # A malformed or off-schema reply is the model's own answer and stays a (labelled) fallback.
 FAILURE_PREFIXES = ("llm_error[", "reply_too_large")
 

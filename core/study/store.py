@@ -184,14 +184,15 @@ STRING_LENGTHS = {table.name: {c.name: c.type.length for c in table.columns
                   for table in (Run.__table__, QueryResult.__table__)}
 
 
-def _without_nul(value: Any) -> Any:
-    """Every string in a value, JSON included (keys too), without NUL characters."""
+def without_nul(value: Any) -> Any:
+    """Every string in a value, JSON included (keys too), without NUL characters: the store's rule, also
+    applied to what `query --json` prints, so the CLI shows the text a stored row holds."""
     if isinstance(value, str):
         return value.replace("\x00", "")
     if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_without_nul(v) for v in value]
+        return [without_nul(v) for v in value]
     return value
 
 
@@ -203,7 +204,7 @@ def clean(table: str, values: dict[str, Any]) -> dict[str, Any]:
     lengths = STRING_LENGTHS[table]
     out: dict[str, Any] = {}
     for name, value in values.items():
-        value = _without_nul(value)
+        value = without_nul(value)
         limit = lengths.get(name)
         if limit is not None and isinstance(value, str) and len(value) > limit:
             value = value[:limit - len(TRUNCATED)] + TRUNCATED

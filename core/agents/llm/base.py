@@ -9,9 +9,12 @@ from typing import Any, Literal, Protocol
 
 from core.settings import redact
 
-ErrorKind = Literal["timeout", "rate_limit", "server", "transport", "auth", "bad_request"]
+# "blocked": the API's safety or content filter withheld the reply (Gemini's blockReason or a SAFETY-like
+# finishReason, OpenAI's finish_reason "content_filter"). The call failed, so the row measures the filter, not
+# the model's answer; asking again gets the same verdict, so it is not retried.
+ErrorKind = Literal["timeout", "rate_limit", "server", "transport", "auth", "bad_request", "blocked"]
 ERROR_KINDS: frozenset[str] = frozenset(
-    {"timeout", "rate_limit", "server", "transport", "auth", "bad_request"}
+    {"timeout", "rate_limit", "server", "transport", "auth", "bad_request", "blocked"}
 )
 RETRYABLE_KINDS: frozenset[str] = frozenset({"timeout", "rate_limit", "server", "transport"})
 MAX_MESSAGE_CHARS = 500

@@ -15,6 +15,11 @@ from core.agents.llm.retry import RetryPolicy, call_with_retry, parse_retry_afte
 from core.backends import DEFAULT_GEMINI_MODEL as DEFAULT_MODEL
 from core.settings import Settings
 
+# Finish reasons by which the API's filters withheld a reply (types.FinishReason); a reply stopped by one
+# is a failed call, whatever text came before the stop.
+BLOCKING_FINISH_REASONS = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
+                                     "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "MODEL_ARMOR"})
+
 
 class GeminiClient:
     """`LLMClient` for the Gemini Developer API (or any server speaking its REST dialect)."""
@@ -80,6 +85,9 @@ class GeminiClient:
         except errors.UnknownApiResponseError as exc:
             raise LLMError("server", f"unreadable response: {exc}", secrets=self._secrets) from None
         latency = time.perf_counter() - start
+        blocked = blocked_reason(response)
+        if blocked is not None:  # an empty text would pass for the model's own malformed answer
+            raise LLMError("blocked", blocked, secrets=self._secrets)
         meta = response.usage_metadata
         usage = Usage(
             prompt_tokens=(meta.prompt_token_count or 0) if meta else 0,
@@ -97,6 +105,24 @@ class GeminiClient:
             status=code,
             retry_after_s=_retry_after(exc),
         )
+
+
+def blocked_reason(response: types.GenerateContentResponse) -> str | None:
+    """Why the API's filter withheld the reply: the prompt's `promptFeedback.blockReason` (no candidates
+    then), or the first candidate's blocking `finishReason`; None when nothing was blocked."""
+    feedback = response.prompt_feedback
+    if feedback is not None and feedback.block_reason is not None:
+        detail = f": {feedback.block_reason_message}" if feedback.block_reason_message else ""
+        return f"the prompt was blocked by the API's safety filter ({_name(feedback.block_reason)}){detail}"
+    finish = _name(response.candidates[0].finish_reason) if response.candidates else None
+    if finish in BLOCKING_FINISH_REASONS:
+        return f"the reply was blocked by the API's safety filter ({finish})"
+    return None
+
+
+def _name(reason: object) -> str | None:
+    """An SDK enum's wire name ("SAFETY"), also for a value the SDK does not know."""
+    return None if reason is None else str(getattr(reason, "value", reason))
 
 
 def _retry_after(exc: errors.APIError) -> float | None:

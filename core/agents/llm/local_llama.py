@@ -17,6 +17,7 @@ timeout or the query's budget, whichever comes first.
 from __future__ import annotations
 
 import ctypes
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,20 @@ MAX_TOKENS = 512
 CHUNK = 64
 
 
+_llama_log = logging.getLogger("llama.cpp")
+_log_sink: list[Any] = []  # the ctypes callback, kept alive for as long as llama.cpp may call it
+
+
+def _route_llama_logs(C: Any) -> None:
+    """llama.cpp's own messages go to the `llama.cpp` logger at DEBUG, not raw to stderr (llama-cpp-python prints
+    its ERROR-level lines there even when not verbose, and a deadline's abort logs one): our errors say what failed."""
+    if _log_sink:
+        return
+    _log_sink.append(C.llama_log_callback(lambda level, text, _: _llama_log.debug(
+        "%s", text.decode("utf-8", "replace").rstrip())))
+    C.llama_log_set(_log_sink[0], ctypes.c_void_p(0))
+
+
 class _Instance:
     """One loaded model with its grammar-checked greedy decoder, on a thread of its own.
 
@@ -57,6 +72,7 @@ class _Instance:
     def _load(self, path: Path, n_threads: int) -> None:
         llama_cpp = llama_cpp_module()
         self.C = llama_cpp.llama_cpp
+        _route_llama_logs(self.C)
         try:
             self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, n_threads=n_threads, n_batch=512,
                                        verbose=False, seed=0)
@@ -69,6 +85,15 @@ class _Instance:
         self._candidates["id"] = np.arange(self.n_vocab, dtype=np.int32)
         self._one = (self.C.llama_token_data * 1)()
         self._last_prompt: list[int] = []
+        # A prompt chunk is one llama_decode call, which on 2 busy cores took 21 s for 64 tokens of the 1.5B: the
+        # deadline must stop it inside the call. llama.cpp asks this callback between graph nodes; it is installed
+        # only while a prompt is evaluated (one token's decode is short, and each token checks the deadline itself),
+        # so generation never pays a Python call per node.
+        self._abort_at = float("inf")
+        self._abort = self.C.ggml_abort_callback(lambda _: time.perf_counter() > self._abort_at)
+        self._set_abort = self.C._lib.llama_set_abort_callback
+        self._set_abort.argtypes = [ctypes.c_void_p, self.C.ggml_abort_callback, ctypes.c_void_p]
+        self._set_abort.restype = None
 
     def _fits(self, grammar: Any, token: int, logit: float) -> bool:
         self._one[0].id, self._one[0].logit, self._one[0].p = token, logit, 0.0
@@ -101,10 +126,21 @@ class _Instance:
         keep = self.reusable(tokens)
         self.llm.n_tokens = keep
         self._last_prompt = []
-        for start in range(keep, len(tokens), CHUNK):
-            if time.perf_counter() > deadline:
-                return False
-            self.llm.eval(tokens[start:start + CHUNK])
+        self._abort_at = deadline
+        self._set_abort(self.llm._ctx.ctx, self._abort, None)
+        try:
+            for start in range(keep, len(tokens), CHUNK):
+                if time.perf_counter() > deadline:
+                    return False
+                try:
+                    self.llm.eval(tokens[start:start + CHUNK])
+                except RuntimeError:  # llama_decode aborted by the deadline (any other failure is raised)
+                    if time.perf_counter() > deadline:
+                        return False
+                    raise
+        finally:
+            self._set_abort(self.llm._ctx.ctx, self.C.ggml_abort_callback(), None)  # a NULL callback: none
+            self._abort_at = float("inf")
         self._last_prompt = tokens
         return True
 

