@@ -7,6 +7,7 @@ ui.page_settings and the index build in ui.index_job.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -82,15 +83,15 @@ def commit() -> str:
 
 
 @st.cache_resource(show_spinner=False)
-def _reader(url: str) -> ResultsReader:
-    return ResultsReader(url)
+def _reader(url: str, cache_dir: Path) -> ResultsReader:
+    return ResultsReader(url, cache_dir)
 
 
 def results(settings: Settings) -> ResultsReader:
     """The results database's reader, one per server: pages call its table methods directly. Each is
     cached per set of complete runs and hands back a copy, so a benchmark that finishes a run shows up
-    on the next page load without a restart."""
-    return _reader(settings.results_url)
+    on the next page load without a restart; the tables are also kept in CACHE_DIR for the next server."""
+    return _reader(settings.results_url, settings.cache_dir)
 
 
 def db_version(settings: Settings) -> float | tuple[int, ...]:

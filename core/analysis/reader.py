@@ -91,6 +91,7 @@ import json
 import math
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -101,10 +102,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from core.analysis.disk_memo import DiskMemo
 from core.analysis.exact_mean import LIMBS, exact_mean, exact_sums
 from core.analysis.provenance import provenance
 from core.analysis import tables as analysis, router
-from core.study.dburl import DatabaseUnavailable, open_error
+from core.study.dburl import DatabaseUnavailable, open_error, shown
 from core.study.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, check_schema, make_engine, sqlite_path, unpack_if_packed
 
 # Which study a page shows when none is chosen, and what a tab does when the chosen one has none of its runs.
@@ -213,7 +215,8 @@ def read_cached(method: Method) -> Method:
         bound.apply_defaults()
         key = (method.__name__, *tuple(bound.arguments.values())[1:])
         self._runs_frame()  # clears the cache when the complete runs changed
-        value = self._cached(key, lambda: method(self, *args, **kwargs))
+        value = self._cached(key, lambda: self._disk.get(key, self._data_signature(),
+                                                         lambda: method(self, *args, **kwargs)))
         return value.copy() if isinstance(value, pd.DataFrame) else copy.deepcopy(value)
 
     return wrapper  # type: ignore[return-value]
@@ -222,8 +225,11 @@ def read_cached(method: Method) -> Method:
 class ResultsReader:
     """Read-only view of one results database for the pages, the report and the CLI."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, cache_dir: Path | None = None) -> None:
+        """`cache_dir`: where tables are kept between processes (core.analysis.disk_memo); None keeps none."""
         self.url = url
+        self._disk = DiskMemo(cache_dir / "tables" if cache_dir is not None else None)
+        self._signature: tuple | None = None
         self._engine: Engine | None = None
         self._lock = threading.Lock()
         self._cache: dict[tuple, Any] = {}
@@ -287,8 +293,29 @@ class ResultsReader:
             if complete != self._complete:
                 self._cache.clear()
                 self._complete = complete
+                self._signature = None
             self._runs, self._fingerprint = frame, fingerprint
         return frame
+
+    def _data_signature(self) -> tuple:
+        """What the tables are computed from: this database (shown without its password, and when its schema was
+        created) and each complete run as it finished; the key of the tables kept on disk."""
+        with self._lock:
+            if self._signature is not None:
+                return self._signature
+            runs = self._runs
+        engine, _ = self._check()
+        created = None
+        if engine is not None:
+            with engine.connect() as conn:
+                created = conn.execute(select(SchemaInfo.created_at).where(SchemaInfo.id == 1)).scalar_one_or_none()
+        done = runs[runs["status"] == "complete"]
+        signature = (shown(self.url), _iso(created), tuple(zip(done["id"].astype(int), done["finished_at"].map(_iso),
+                                                              done["n_results"].astype(int),
+                                                              done["failed_rows"].astype(int))))
+        with self._lock:
+            self._signature = signature
+        return signature
 
     def available(self) -> bool:
         runs = self._runs_frame()

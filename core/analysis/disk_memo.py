@@ -1,0 +1,82 @@
+"""The reader's tables kept on disk between server starts, so a fresh server's first page visit reads them instead of
+computing them again (the Overview's leaderboard and model-size tables took 2-4 s of every new server's first visit).
+
+A table is found again only under the same key: the method and its arguments, the stored data it was computed
+from (the database's identity and creation time, and every complete run's id, finish time, row and failure
+counts: a resumed run that finished again changes it) and the code that computed it (a digest of every core/
+source, plus the Python, numpy and pandas versions that pickled it). Each file carries the digest it was written
+with (core.retrieval.checked_file): a damaged one is dropped with one line and computed again. A folder that cannot
+be written only costs the speed-up.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.retrieval.checked_file import intact, record_digest
+from core.settings import PROJECT_ROOT
+
+log = logging.getLogger(__name__)
+KEEP = 512  # tables kept; the oldest go first
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """Every core/ source file and the library versions that shape a pickled table."""
+    digest = hashlib.sha256(f"{sys.version}|{np.__version__}|{pd.__version__}".encode())
+    for path in sorted((PROJECT_ROOT / "core").rglob("*.py")):
+        digest.update(str(path.relative_to(PROJECT_ROOT)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class DiskMemo:
+    """Values computed once per key and data signature, kept as checked pickles in `folder` (None: nothing kept)."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+
+    def get(self, key: tuple, signature: tuple, compute: Callable[[], Any]) -> Any:
+        if self.folder is None:
+            return compute()
+        name = hashlib.sha256(repr((code_digest(), signature, key)).encode()).hexdigest()[:40]
+        path = self.folder / f"{name}.pkl"
+        if intact(path, "a cached results table"):
+            try:
+                with open(path, "rb") as fh:
+                    return pickle.load(fh)
+            except Exception as exc:  # noqa: BLE001 - an unreadable table is computed again
+                log.warning("cached results table %s could not be read (%s); computing it again", path.name, exc)
+        value = compute()
+        self._keep(path, value)
+        return value
+
+    def _keep(self, path: Path, value: Any) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+            record_digest(path, hashlib.sha256(data).hexdigest())
+            self._prune(path.parent)
+        except OSError as exc:  # a read-only or full cache folder: the table is simply not kept
+            log.debug("results table not kept in %s: %s", path.parent, exc)
+
+    @staticmethod
+    def _prune(folder: Path) -> None:
+        tables = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime)
+        for old in tables[:-KEEP] if len(tables) > KEEP else []:
+            for stale in (old, old.with_name(old.name + ".sha256")):
+                stale.unlink(missing_ok=True)
