@@ -17,7 +17,7 @@ from core.data.registry import Registry
 from core.data.toolbench import load_queries, load_registry
 from core.retrieval.assemble import build_retriever
 from core.retrieval.bert_numpy import NumpyBertEncoder
-from core.retrieval.bert_onnx import OnnxBertEncoder, cached_graph, weights_sha256
+from core.retrieval.bert_onnx import OnnxBertEncoder, cached_graph, graph_path, weights_sha256
 from core.retrieval.embedding import canonical_model_id, resolve_model_path
 from core.settings import PROJECT_ROOT, Settings
 
@@ -65,14 +65,15 @@ def test_top5_sets_agree_on_real_queries(encoders, real_data: Path, tmp_path: Pa
 
 def test_the_graph_is_built_once_per_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = Path(resolve_model_path(MODEL))
-    path = cached_graph(folder, "minilm", tmp_path)
-    assert weights_sha256(folder)[:16] in path.name and path.stat().st_size > 80_000_000
+    graph = cached_graph(folder, "minilm", tmp_path)
+    path = graph_path(folder, tmp_path)
+    assert weights_sha256(folder)[:16] in path.name and path.read_bytes() == graph and len(graph) > 80_000_000
 
     def boom(encoder):
         raise AssertionError("rebuilt")
 
     monkeypatch.setattr(core.retrieval.bert_onnx, "build_graph", boom)
-    assert cached_graph(folder, "minilm", tmp_path) == path  # read back, not rebuilt
+    assert cached_graph(folder, "minilm", tmp_path) == graph  # read back, not rebuilt
     other = tmp_path / "other-weights"
     shutil.copytree(folder, other)
     data = bytearray((other / "model.safetensors").read_bytes())
@@ -106,8 +107,8 @@ def test_a_damaged_graph_is_rebuilt_with_one_line_never_used(tmp_path: Path, dam
     """Issue 23: 64 KB zeroed at 80% of the graph (size kept) loaded silently and moved recall; random bytes there
     failed an assertion; a truncated graph gave an InvalidProtobuf traceback. Each is now found and rebuilt."""
     folder, model_id = resolve_model_path(MODEL), canonical_model_id(MODEL)
-    path = cached_graph(Path(folder), model_id, tmp_path)
-    good = path.read_bytes()
+    good = cached_graph(Path(folder), model_id, tmp_path)
+    path = graph_path(Path(folder), tmp_path)
     queries = ["find hotels in Paris", "convert 200 EUR to USD"]
     before = OnnxBertEncoder(folder, model_id, tmp_path).encode(queries)
     at = int(len(good) * 0.8)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.retrieval.checked_file import intact, record_digest
+from core.retrieval.checked_file import checked_bytes, record_digest
 from core.settings import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
@@ -52,10 +52,10 @@ class DiskMemo:
             return compute()
         name = hashlib.sha256(repr((code_digest(), signature, key)).encode()).hexdigest()[:40]
         path = self.folder / f"{name}.pkl"
-        if intact(path, "a cached results table"):
+        data = checked_bytes(path, "a cached results table")
+        if data is not None:
             try:
-                with open(path, "rb") as fh:
-                    return pickle.load(fh)
+                return pickle.loads(data)
             except Exception as exc:  # noqa: BLE001 - an unreadable table is computed again
                 log.warning("cached results table %s could not be read (%s); computing it again", path.name, exc)
         value = compute()

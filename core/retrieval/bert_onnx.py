@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from core.retrieval.bert_numpy import NumpyBertEncoder, check_supported, load_tokenizer, sorted_batches, tokenize
-from core.retrieval.checked_file import intact, record_digest
+from core.retrieval.checked_file import checked_bytes, record_digest
 from core.retrieval.embedding import ProgressFn
 
 GRAPH_VERSION = 1  # part of the cache key: bump it when the graph below changes
@@ -102,19 +102,24 @@ def build_graph(encoder: NumpyBertEncoder) -> bytes:
     return model.SerializeToString()
 
 
-def cached_graph(folder: Path, model_id: str, cache_dir: Path) -> Path:
-    """The graph file for these weights, built once (the weights are read only then), written atomically with its
-    digest, and checked against it on every load (core.retrieval.checked_file)."""
-    key = f"{weights_sha256(folder)[:16]}-v{GRAPH_VERSION}"
-    path = cache_dir / "onnx" / f"minilm-{key}.onnx"
-    if not intact(path, "the query encoder's ONNX graph"):
+def graph_path(folder: Path, cache_dir: Path) -> Path:
+    """Where the graph of these weights is cached: keyed on the weights' sha256 and the graph builder's version."""
+    return cache_dir / "onnx" / f"minilm-{weights_sha256(folder)[:16]}-v{GRAPH_VERSION}.onnx"
+
+
+def cached_graph(folder: Path, model_id: str, cache_dir: Path) -> bytes:
+    """The graph for these weights, built once (the weights are read only then), written atomically with its
+    digest, and checked against it on every load (core.retrieval.checked_file); its bytes, read once."""
+    path = graph_path(folder, cache_dir)
+    graph = checked_bytes(path, "the query encoder's ONNX graph")
+    if graph is None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         graph = build_graph(NumpyBertEncoder(folder, model_id))
         tmp.write_bytes(graph)
         os.replace(tmp, path)
         record_digest(path, hashlib.sha256(graph).hexdigest())
-    return path
+    return graph
 
 
 class OnnxBertEncoder:
@@ -132,7 +137,7 @@ class OnnxBertEncoder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = os.cpu_count() or 1
         options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(cached_graph(folder, model_id, cache_dir)), options,
+        self.session = ort.InferenceSession(cached_graph(folder, model_id, cache_dir), options,
                                             providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:

@@ -42,12 +42,33 @@ def intact(path: Path, what: str) -> bool:
     no digest) is removed with its digest, after one warning naming `what`, and False tells the caller to rebuild."""
     if not path.exists():
         return False
+    recorded = _recorded(path)
+    return (bool(recorded) and recorded == file_sha256(path)) or _drop(path, what, recorded)
+
+
+def checked_bytes(path: Path, what: str) -> bytes | None:
+    """`path`'s bytes when they match the recorded digest, read once for both the check and the caller (the 90 MB
+    ONNX graph was read twice); else None, the file dropped as `intact` does."""
     try:
-        recorded = digest_path(path).read_text().strip()
+        data = path.read_bytes()
+    except OSError:  # missing, or a folder that cannot hold it: nothing to trust
+        return None
+    recorded = _recorded(path)
+    if recorded and recorded == hashlib.sha256(data).hexdigest():
+        return data
+    _drop(path, what, recorded)
+    return None
+
+
+def _recorded(path: Path) -> str:
+    try:
+        return digest_path(path).read_text().strip()
     except OSError:
-        recorded = ""
-    if recorded and recorded == file_sha256(path):
-        return True
+        return ""
+
+
+def _drop(path: Path, what: str, recorded: str) -> bool:
+    """Remove a file that failed its check, with its digest, after one warning; False, for `intact`."""
     log.warning("%s %s %s; rebuilding it", what, path.name,
                 "has no recorded digest" if not recorded else "does not match the digest recorded when it was written")
     for stale in (path, digest_path(path)):
