@@ -58,3 +58,22 @@ def test_a_tab_falls_back_to_the_latest_study_that_has_its_runs(tmp_path: Path) 
     assert reader.study_with("scaling", "fake") == "fake"
     assert reader.study_with("hybrid", "fake") == "offline"  # the fake study has no hybrid: the one that has
     assert reader.study_with("distractors") == ""  # no study has any
+
+
+def test_a_study_under_way_on_one_subset_does_not_replace_a_whole_one(tmp_path: Path) -> None:
+    """The default study covers the most subsets: a later offline study of G2 alone (a model study under way) leaves
+    the pages on the whole fake study; with every subset it becomes the default."""
+    from core.agents.factory import agents_factory
+    from core.settings import Settings
+    from core.study.main_study import run_main
+
+    url = f"sqlite:///{tmp_path / 'partial.sqlite'}"
+    store, retriever, queries = run_study(url, runs=1, ks=(5,), sizes=(None,), seeds=1)
+    offline = agents_factory(Settings.from_env(env={"LLM_BACKEND": "offline", "CACHE_DIR": str(tmp_path)}), retriever)
+    run_main(store, retriever, offline, [q for q in queries if q.subset == "G2_instruction"], runs=1, k=5,
+             commit="abc123")
+    assert ResultsReader(url).setup()["llm_backend"] == "fake"
+    assert set(ResultsReader(url).main_table()["subset"]) == {"G1_instruction", "G2_instruction"}
+    run_main(store, retriever, offline, queries, runs=1, k=5, commit="abc123")
+    store.close()
+    assert ResultsReader(url).setup()["llm_backend"] == "offline"

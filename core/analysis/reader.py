@@ -110,8 +110,9 @@ from core.study.dburl import DatabaseUnavailable, open_error, shown
 from core.study.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, check_schema, make_engine, sqlite_path, unpack_if_packed
 
 # Which study a page shows when none is chosen, and what a tab does when the chosen one has none of its runs.
-DEFAULT_STUDY_RULE = ("the latest complete main study, whichever backend or model wrote it; a tab whose study has no "
-                      "runs of the tab's kind shows the latest study that has them, and says so")
+DEFAULT_STUDY_RULE = ("the complete main study that covers the most subsets, the latest of those, whichever backend or "
+                      "model wrote it (a study under way on one subset does not replace a whole one); a tab whose "
+                      "study has no runs of the tab's kind shows the latest study that has them, and says so")
 SETUP_FIELDS = ("registry_hash", "embedding_model", "llm_backend", "llm_model", "discovery_prompt_version",
                 "planner_prompt_version")
 CONFIG_FIELDS = ("kind", "arch", "subset", "k", "run_index", "sub_size", "sub_seed")
@@ -366,6 +367,8 @@ class ResultsReader:
     @staticmethod
     def _select(runs: pd.DataFrame, kind: str, backend: str | None) -> pd.DataFrame:
         complete = runs[runs["status"] == "complete"]
+        if backend is None:
+            backend = widest_study(complete[complete["kind"] == "main"])
         mains = of_system(complete[complete["kind"] == "main"], backend)
         if mains.empty:  # a study that does not build on the main one: its own latest setup
             mains = of_system(complete[complete["kind"] == kind], backend)
@@ -751,6 +754,16 @@ def system_keys(runs: pd.DataFrame) -> list[str]:
     pairs = runs[["llm_backend", "llm_model"]].drop_duplicates()
     models = pairs.groupby("llm_backend")["llm_model"].nunique()
     return sorted({b if models[b] == 1 else f"{b}:{m}" for b, m in pairs.itertuples(index=False)})
+
+
+def widest_study(mains: pd.DataFrame) -> str | None:
+    """DEFAULT_STUDY_RULE's system among these complete main runs: the most subsets, then the latest run; None when
+    there are none (every system then, as before)."""
+    systems = system_keys(mains) if len(mains) else []
+    if not systems:
+        return None
+    return max(systems, key=lambda system: (of_system(mains, system)["subset"].nunique(),
+                                            of_system(mains, system)["id"].max()))
 
 
 def of_system(runs: pd.DataFrame, system: str | None) -> pd.DataFrame:
