@@ -15,7 +15,7 @@ Outcomes, one per case (the first that applies):
   damaged or foreign file changed, a deadline missed;
 - clean: the correct result, or a refusal in one `error:` line with exit 1 or 2 (the CLI's documented codes).
 
-    nice -n 15 .venv/bin/python benchmarks/hostile.py [--root PATH] [--skip-timing] [--cases TEXT] [--json]
+    nice -n 15 .venv/bin/python benchmarks/hostile.py [--root PATH] [--skip-timing] [--cases TEXT] [--json PATH]
 """
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ QUERY = "Find hotels in Paris with prices"
 TRACE_MARKERS = ("Traceback (most recent call last)", "terminate called", "std::bad_alloc", "Fatal Python error",
                  "Segmentation fault", "core dumped")
 ERROR_LINE = re.compile(r"^(?:[\w .-]+: )?error: ")
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b")
 SETTING_NAMES = frozenset({"DATABASE_URL", "CACHE_DIR", "INDEX_DIR", "TOOLBENCH_DATA", "REGISTRY", "INDEX",
                            "ENCODER_RUNTIME", "EMBEDDING_MODEL", "PYTHONPATH"})
 SETTING_PREFIXES = ("LLM_", "OPENAI_", "GEMINI_", "GOOGLE_", "LOCAL_", "HNSW_", "IVF_")
@@ -76,7 +77,8 @@ TINY_QUERIES = (  # (subset, query id, text, gold APIs)
     ("G1_instruction", 2, "Tell me a random joke", (("Jokes", "random joke"),)),
     ("G2_instruction", 3, "Find hotels in London and check the currency exchange rate",
      (("Hotels", "search hotels"), ("Currency", "exchange rate"))),
-    ("G2_instruction", 4, "Weather forecast for Rome and a random joke", ((" Weather", "forecast"), ("Jokes", "random joke"))),
+    ("G2_instruction", 4, "Weather forecast for Rome and a random joke",
+     ((" Weather", "forecast"), ("Jokes", "random joke"))),
 )
 # One LLM reply that parses both as PtR's stubs and as a plan (as tests/test_cli.py uses), and one with NULs.
 REPLY = json.dumps({"stubs": [{"name": "search_hotels", "reasoning": "hotels in a city"}],
@@ -202,7 +204,9 @@ class Proc:
         if self.killed:
             return self.killed
         lines = [line for line in (self.err + "\n" + self.out).splitlines() if line.strip()]
-        return f"rc {self.rc}: {lines[-1][:300] if lines else '(no output)'}"
+        pick = [line for line in lines if line.startswith("terminate called")] or \
+            [line for line in lines if EXCEPTION_LINE.match(line)] or lines or ["(no output)"]
+        return f"rc {self.rc}: {pick[-1][:300]}"
 
     def error_lines(self) -> list[str]:
         return [line for line in self.err.splitlines() if ERROR_LINE.match(line)]
@@ -327,7 +331,7 @@ class Lab:
     work: Path
     python: str
     mem_bytes: int
-    gguf_source: Path
+    gguf_source: Path | None  # the local model file to copy, when a chosen case needs it
     baselines: dict[str, Proc] = field(default_factory=dict)
 
     @property
@@ -393,7 +397,7 @@ class Lab:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.execute("PRAGMA journal_mode=DELETE")
         shutil.rmtree(self.good.with_name(self.good.name + "-claims"), ignore_errors=True)
-        if self.gguf_source.is_file():
+        if self.gguf_source and self.gguf_source.is_file():
             shutil.copy2(self.gguf_source, self.gguf)
 
     @contextlib.contextmanager
@@ -443,14 +447,9 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "(missing)"
 
 
-def listing(folder: Path, skip: Sequence[Path] = ()) -> set[str]:
-    """Every file and folder under `folder` (bytecode and the `skip` folders left out), relative."""
-    out = set()
-    for path in folder.rglob("*"):
-        if "__pycache__" in path.parts or any(path == s or s in path.parents for s in skip):
-            continue
-        out.add(str(path.relative_to(folder)))
-    return out
+def listing(folder: Path) -> set[str]:
+    """Every file and folder under `folder`, relative, bytecode left out."""
+    return {str(path.relative_to(folder)) for path in folder.rglob("*") if "__pycache__" not in path.parts}
 
 
 def damage(path: Path, how: str) -> None:
@@ -467,10 +466,15 @@ def damage(path: Path, how: str) -> None:
 
 
 def malformed_copy(good: Path, target: Path) -> None:
-    """A SQLite file whose first page (the schema) reads and whose every other page is random bytes."""
+    """A copy of a results file whose query_results leaf pages are overwritten (as tests/test_bad_input.py damages
+    one in its middle): the schema and the runs still read, the rows do not."""
+    with contextlib.closing(sqlite3.connect(good)) as conn:
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        pages = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'query_results' "
+                                            "AND pagetype = 'leaf'")]
     data = bytearray(good.read_bytes())
-    page = int.from_bytes(data[16:18], "big") or 65_536
-    data[page:] = random.Random(5).randbytes(len(data) - page)
+    for n in pages:
+        data[(n - 1) * size: n * size] = b"\xab" * size
     target.write_bytes(bytes(data))
 
 
@@ -667,11 +671,9 @@ def cache_case(variant: str, lab: Lab, box: Box) -> Outcome:
     argv = core("query", QUERY, "--json")
     if variant == "/proc/self/nope":
         return answers_or_refuses(box.run(argv, box.env(CACHE_DIR="/proc/self/nope")))
-    if variant == "read-only, empty":
-        return answers_or_refuses(box.run(argv, box.env(), readonly=[box.cache]))
     if variant == "read-only, a subfolder":
         return answers_or_refuses(box.run(argv, box.env(CACHE_DIR=str(box.cache / "sub")), readonly=[box.cache]))
-    if variant == "read-only, filled, offline":
+    if variant in ("read-only, empty", "read-only, filled, offline"):
         return answers_or_refuses(box.run(argv, box.env(), readonly=[box.cache]))
     with FakeLLM(openai_body(REPLY)) as server:  # read-only, filled, with an LLM backend
         return answers_or_refuses(box.run(core("query", QUERY, "--arch", "all", "--json"),
@@ -690,9 +692,9 @@ def archive_case(command: str, how: str, lab: Lab, box: Box) -> Outcome:
     args = ("report",) if command == "report" else \
         ("bench", "main", "--subsets", "G1_instruction", "--runs", "1", "--no-progress")
     proc = box.run(core(*args), box.env(DATABASE_URL=None))
-    if proc.crashed:
-        return TRACEBACK, proc.crash()
     left = sorted(name for name in listing(data) - before if ".tmp" in name or proc.rc != 0)
+    if proc.crashed:
+        return TRACEBACK, proc.crash() + (f"; left behind: {', '.join(left)}" if left else "")
     if left:
         return WRONG, f"left behind: {', '.join(left)}"
     if sha(archive) != digest:
@@ -707,13 +709,14 @@ def archive_case(command: str, how: str, lab: Lab, box: Box) -> Outcome:
 def untouched_refusal(proc: Proc, path: Path, digest: str, folder: Path, before: set[str],
                       wrong_if: Callable[[str], bool] = lambda line: False) -> Outcome:
     """A refusal in one line that leaves `path` byte-identical and nothing new in `folder`."""
+    left = ", ".join(f"{name} ({(folder / name).stat().st_size:,} bytes)" for name in sorted(listing(folder) - before))
+    changed = sha(path) != digest
     if proc.crashed:
-        return TRACEBACK, proc.crash()
-    new = sorted(listing(folder) - before)
-    if new:
-        return WRONG, f"left behind: {', '.join(new)}" + (f" ({(folder / new[0]).stat().st_size:,} bytes)"
-                                                          if (folder / new[0]).is_file() else "")
-    if sha(path) != digest:
+        return TRACEBACK, proc.crash() + (f"; left behind: {left}" if left else "") + \
+            (f"; {path.name} was changed" if changed else "")
+    if left:
+        return WRONG, f"left behind: {left}"
+    if changed:
         return WRONG, f"{path.name} was changed"
     if proc.rc == 0:
         return WRONG, f"exit 0 where a refusal is due: {proc.last_lines(1)}"
@@ -769,13 +772,48 @@ def uri_case(form: str, lab: Lab, box: Box) -> Outcome:
 
 # ------------------------------------------------------------------ 6. two writers on one SQLite file
 
+# `python -m core ARGS` held just before it opens the results store, until the harness lets every writer go.
+GATE = """
+import sys, time
+from pathlib import Path
+from core.study import store
+ready, go = Path(sys.argv[1]), Path(sys.argv[2])
+opened = store.Store.__init__
+
+def gated(self, *args, **kwargs):
+    ready.touch()
+    while not go.exists():
+        time.sleep(0.002)
+    opened(self, *args, **kwargs)
+
+store.Store.__init__ = gated
+from core.cli.main import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def together(box: Box, commands: Sequence[Sequence[str]], env: dict[str, str], timeout: float) -> list[Proc]:
+    """Run the CLI once per argument list, letting all of them open the store at the same moment: the races are in
+    their first milliseconds, which two processes' start-up jitter would hide (tests/test_two_writers_sqlite.py
+    gates its writers the same way)."""
+    go = box.path / "go"
+    ready = [box.path / f"ready-{i}" for i in range(len(commands))]
+    running = [box.start(["-c", GATE, str(flag), str(go), *args], env) for flag, args in zip(ready, commands)]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not all(flag.exists() or r.popen.poll() is not None
+                                                  for flag, r in zip(ready, running)):
+        time.sleep(0.01)
+    go.touch()
+    procs = [r.finish(timeout) for r in running]
+    box.procs.extend(procs)
+    return procs
+
+
 def two_benches_case(lab: Lab, box: Box) -> Outcome:
     """Two benches on different subsets, started together on a SQLite file that does not exist yet."""
     subsets = ("G1_instruction", "G2_instruction")
-    env = box.env()
-    running = [box.start(core("bench", "main", "--subsets", s, "--runs", "1", "--no-progress"), env) for s in subsets]
-    procs = [r.finish(300) for r in running]
-    box.procs.extend(procs)
+    procs = together(box, [("bench", "main", "--subsets", s, "--runs", "1", "--no-progress") for s in subsets],
+                     box.env(), 300)
     runs = main_runs(box.db)
     whole = {s: sum(r.whole for r in runs if r.subset == s) for s in subsets}
     short = [r for r in runs if r.status == "complete" and not r.whole]
@@ -796,18 +834,16 @@ def two_benches_case(lab: Lab, box: Box) -> Outcome:
 def two_resumes_case(lab: Lab, box: Box) -> Outcome:
     """A bench killed half-way, then two identical `--resume` runs at once: one continues, the other waits for it
     or refuses in one line; every row is there once."""
-    args = core("bench", "main", "--subsets", "G1_instruction", "--runs", "2", "--limit", "40", "--no-progress")
+    args = ("bench", "main", "--subsets", "G1_instruction", "--runs", "2", "--limit", "40", "--no-progress")
     env = box.env("documented")
-    first = box.start(args, env)
+    first = box.start(core(*args), env)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and first.popen.poll() is None and len(stored_rows(box.db)) < 30:
         time.sleep(0.3)
     first.kill()
     box.procs.append(first.finish(60))
     before = stored_rows(box.db)
-    running = [box.start([*args, "--resume"], env) for _ in range(2)]
-    procs = [r.finish(600) for r in running]
-    box.procs.extend(procs)
+    procs = together(box, [(*args, "--resume")] * 2, env, 600)
     runs, after = main_runs(box.db), stored_rows(box.db)
     whole = sum(r.whole for r in runs)
     setup = f"killed at {len(before)} rows; "
@@ -886,11 +922,11 @@ def cases() -> list[Case]:
             out.append(Case(1, f"ONNX graph {how} -> {command}", partial(artefact_case, "ONNX graph", how, command)))
     out += [Case(1, "decoded index zero -> query", partial(artefact_case, "decoded index", "zero", "query")),
             Case(1, "registry cache random -> query", partial(artefact_case, "registry cache", "random", "query")),
-            Case(1, "HNSW index zero -> query", partial(artefact_case, "HNSW index", "zero", "query"))]
+            Case(1, "HNSW index random -> query", partial(artefact_case, "HNSW index", "random", "query"))]
     out += [Case(2, f"hanging {backend} server, budget 5 s", partial(deadline_case, backend), timing=True)
             for backend in ("openai", "gemini")]
     all_arch = ("query", QUERY, "--arch", "all", "--json")
-    bench = ("bench", "main", "--no-progress")
+    bench = ("bench", "main", "--subsets", "G1_instruction", "--no-progress")
     out += [
         Case(3, "HNSW_EF_SEARCH=1e12", partial(setting_case, {"INDEX": "hnsw", "HNSW_EF_SEARCH": "1000000000000"},
                                                ("query", QUERY, "--json"), "documented", ("HNSW_EF_SEARCH",))),
@@ -959,7 +995,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mem-gb", type=float, default=6.0, help="address-space cap of every process (default 6)")
     parser.add_argument("--gguf", type=Path, default=HERE / "data" / "cache" / "models" / GGUF_NAME,
                         help="the local model file the LOCAL_* cases copy (read only)")
-    parser.add_argument("--json", action="store_true", help="print every case's detail as JSON")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write every case's detail there, as JSON")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     chosen = [c for c in cases() if not (c.timing and args.skip_timing)
@@ -972,7 +1008,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="hostile-"))
     try:
         lab = Lab(root, work, sys.executable, int(args.mem_gb * 2**30),
-                  args.gguf if any(c.model for c in chosen) else Path("/nonexistent"))
+                  args.gguf if any(c.model for c in chosen) else None)
         say(f"hostile: {len(chosen)} cases against {root} ({describe(root)}), work in {work}")
         lab.setup(say)
         results = []
@@ -989,8 +1025,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "mean": round(sum(x[0] for x in load) / len(load), 2)},
                "table": rows}
     if args.json:
-        print(json.dumps({**summary, "cases": results}, indent=1))
-        return 0
+        args.json.write_text(json.dumps({**summary, "cases": results}, indent=1))
     print(f"{root} ({summary['commit']}): {summary['seconds']:.0f} s, 1-min load "
           f"{summary['load_1min']['min']:.1f}-{summary['load_1min']['max']:.1f}")
     print(f"{'group':<28}{'tried':>6}" + "".join(f"{v:>10}" for v in VERDICTS))
