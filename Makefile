@@ -83,8 +83,8 @@ results-local: llm
 # cache). Many hours on 2 cores: `core pack` now and then keeps what is done in data/results.sqlite.gz.
 # To stop it: Ctrl-C in a terminal (runs marked failed, calls in flight finished and cached); a job started in
 # the background ignores SIGINT, so there `pkill -TERM -f "core bench"` (its runs stay "running"; --resume
-# continues them once the process is gone). Measured here: the 0.5B's G2 took 51 min (its 200 stubs cached
-# already, 60 + 60 plans at 65 s each, load 4-7); the 1.5B's plans took 191 s each (load 5): its G2 about 3.5 h.
+# continues them once the process is gone). Measured here: the 0.5B's G2 took 51 min (its stubs and RtP's plans cached
+# from the last session; PtR's 60 plans at about 65 s each, load 4-7); the 1.5B's plans took 191 s each (load 5).
 QWEN_15B := qwen2.5-coder-1.5b-instruct-q4_k_m
 QWEN_05B := qwen2.5-coder-0.5b-instruct-q4_k_m
 GEMMA := gemma-3-270m-q4_k_m
