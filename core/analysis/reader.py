@@ -236,7 +236,7 @@ class ResultsReader:
         self._cache: dict[tuple, Any] = {}
         self._fingerprint: tuple | None = None
         self._complete: tuple[int, ...] | None = None
-        self._runs = pd.DataFrame(columns=[*RUN_COLUMNS, "n_results"])
+        self._runs = pd.DataFrame(columns=[*RUN_COLUMNS, "n_results", "failed_rows"])
         self._schema_ok = False
 
     # ------------------------------------------------------------ connection and runs
