@@ -305,11 +305,7 @@ class ResultsReader:
             if self._signature is not None:
                 return self._signature
             runs = self._runs
-        engine, _ = self._check()
-        created = None
-        if engine is not None:
-            with engine.connect() as conn:
-                created = conn.execute(select(SchemaInfo.created_at).where(SchemaInfo.id == 1)).scalar_one_or_none()
+        created = _created_at(self._check()[0])
         done = runs[runs["status"] == "complete"]
         signature = (shown(self.url), _iso(created), tuple(zip(done["id"].astype(int), done["finished_at"].map(_iso),
                                                               done["n_results"].astype(int),
@@ -332,10 +328,7 @@ class ResultsReader:
         engine, error = self._check()
         runs = self._runs_frame()
         complete = runs[runs["status"] == "complete"]
-        created = None
-        if engine is not None:
-            with engine.connect() as conn:
-                created = conn.execute(select(SchemaInfo.created_at).where(SchemaInfo.id == 1)).scalar_one_or_none()
+        created = _created_at(engine)
         latest = complete.sort_values("id").iloc[-1] if len(complete) else None
         return {"available": len(complete) > 0, "error": error, "schema_version": SCHEMA_VERSION if engine else None,
                 "n_runs": len(runs), "n_complete": len(complete), "failed_rows": int(complete["failed_rows"].sum()),
@@ -756,14 +749,21 @@ def system_keys(runs: pd.DataFrame) -> list[str]:
     return sorted({b if models[b] == 1 else f"{b}:{m}" for b, m in pairs.itertuples(index=False)})
 
 
+def _created_at(engine: Engine | None) -> Any:
+    """When the database's schema was created (None without one): part of what identifies a database."""
+    if engine is None:
+        return None
+    with engine.connect() as conn:
+        return conn.execute(select(SchemaInfo.created_at).where(SchemaInfo.id == 1)).scalar_one_or_none()
+
+
 def widest_study(mains: pd.DataFrame) -> str | None:
     """DEFAULT_STUDY_RULE's system among these complete main runs: the most subsets, then the latest run; None when
     there are none (every system then, as before)."""
-    systems = system_keys(mains) if len(mains) else []
-    if not systems:
+    if mains.empty:
         return None
-    return max(systems, key=lambda system: (of_system(mains, system)["subset"].nunique(),
-                                            of_system(mains, system)["id"].max()))
+    runs = {system: of_system(mains, system) for system in system_keys(mains)}
+    return max(runs, key=lambda system: (runs[system]["subset"].nunique(), runs[system]["id"].max()))
 
 
 def of_system(runs: pd.DataFrame, system: str | None) -> pd.DataFrame:

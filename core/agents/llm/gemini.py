@@ -44,12 +44,7 @@ class GeminiClient:
         self._policy = RetryPolicy(max_attempts=max_attempts)
         self._sleep = sleep
         self._timeout_s = timeout_s
-        options = types.HttpOptions(
-            base_url=base_url,
-            timeout=max(1, int(timeout_s * 1000)),
-            retry_options=types.HttpRetryOptions(attempts=1),
-        )
-        self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
+        self._client = genai.Client(api_key=api_key, vertexai=False, http_options=_http_options(timeout_s, base_url))
 
     def __repr__(self) -> str:
         return f"GeminiClient(model={self.model!r}, base_url={self.base_url!r})"
@@ -70,8 +65,7 @@ class GeminiClient:
     def _once(self, prompt: str, config: types.GenerateContentConfig) -> tuple[str, Usage, float]:
         start = time.perf_counter()
         # The request's own timeout, never past the query's budget.
-        timed = config.model_copy(update={"http_options": types.HttpOptions(
-            timeout=max(1, int(call_timeout_s(self._timeout_s) * 1000)), retry_options=types.HttpRetryOptions(attempts=1))})
+        timed = config.model_copy(update={"http_options": _http_options(call_timeout_s(self._timeout_s))})
         try:
             response = self._client.models.generate_content(
                 model=self.model, contents=prompt, config=timed
@@ -105,6 +99,12 @@ class GeminiClient:
             status=code,
             retry_after_s=_retry_after(exc),
         )
+
+
+def _http_options(timeout_s: float, base_url: str | None = None) -> types.HttpOptions:
+    """A timeout in the SDK's milliseconds, and the SDK's own retries off (retry.py decides)."""
+    return types.HttpOptions(base_url=base_url, timeout=max(1, int(timeout_s * 1000)),
+                             retry_options=types.HttpRetryOptions(attempts=1))
 
 
 def blocked_reason(response: types.GenerateContentResponse) -> str | None:
