@@ -11,6 +11,8 @@ of each page's URL, then every Results tab by click twice (first visit, then war
 into the Inspector (an "RtP answer").
 A page counts as loaded at the last moment Streamlit's running indicator shows (after its title
 appears), confirmed by 0.75 s without it; "first_columns_s" is when both columns' headers show.
+`--profile DIR` also profiles every script run inside each server (benchmarks/profile_hook) into DIR and adds, per
+server, its runs' seconds and where its first request's time went.
 `--local N` instead times N typed queries with LLM_BACKEND=local (after `make llm`; a fresh call cache, one
 warm-up query first): until PtR's column has its plan, and until both columns have theirs.
 Needs Debian's chromium.
@@ -45,6 +47,8 @@ PAGES = {"": ("Overview", "Tool Discovery Lab"), "results": ("Results", "Results
 RESULTS_TABS = ("k sweep", "Scaling", "Per query", "Beyond the paper", "Leaderboard", "Token cost", "Planner", "Runs",
                 "Main table")  # the open tab (Main table) last, so that every click switches
 TIMEOUT_MS = 120_000
+PROFILE_HOOK = ROOT / "benchmarks" / "profile_hook"
+profile_root: Path | None = None  # set by --profile: each server profiles its script runs into a folder of its own
 
 
 def free_port() -> int:
@@ -79,10 +83,14 @@ def settled(page, title: str, poll_s: float = 0.025) -> float:
 def streamlit_server(env: dict[str, str] | None = None) -> Iterator[str]:
     """A fresh `streamlit run app.py` on a free port; yields its URL once /_stcore/health answers."""
     url = f"http://127.0.0.1:{free_port()}"
+    env = {**os.environ, **(env or {})}
+    if profile_root is not None:
+        env["APP_PROFILE_DIR"] = str(profile_root / f"server-{len(list(profile_root.glob('server-*'))):02d}")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROFILE_HOOK), env.get("PYTHONPATH")]))
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.port", url.rsplit(":", 1)[1], "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
         while True:
@@ -210,13 +218,35 @@ def local_inspector(n: int) -> dict:
             "both_columns_median_s": round(statistics.median(both_s), 2)}
 
 
+def profile_summary(root: Path, top: int = 20) -> dict:
+    """Per server: each script run's page and seconds, in order, and its first run's costliest calls (by
+    cumulative time) in this repository's code and in the packages it imports."""
+    import pstats
+
+    out = {}
+    for server in sorted(root.glob("server-*")):
+        runs = sorted(server.glob("*.prof"))
+        if not runs:
+            continue
+        stats = pstats.Stats(str(runs[0]))
+        rows = [(cum, f"{Path(file).relative_to(ROOT) if file.startswith(str(ROOT)) else Path(file).parent.name}"
+                      f":{line}({func})") for (file, line, func), (_, _, _, cum, _) in stats.stats.items()
+                if (file.startswith(str(ROOT)) and "/.venv/" not in file) or file.endswith("/__init__.py")]
+        out[server.name] = {"runs": [r.stem for r in runs],
+                            "first_run_top": [f"{cum:.2f} s {where}" for cum, where in sorted(rows, reverse=True)[:top]]}
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--local", type=int, default=0, metavar="N",
                         help="instead: N typed queries with the local LLM (make llm), timing PtR's column")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--profile", type=Path, metavar="DIR", help="profile every script run inside the servers")
     args = parser.parse_args()
+    global profile_root
+    profile_root = args.profile
     if args.local:
         print(json.dumps(local_inspector(min(args.local, len(LOCAL_QUERIES) - 1)), indent=None if args.json else 2))
         return 0
@@ -227,6 +257,8 @@ def main() -> int:
     for key in ("first_visit_s", "warm_page_s", "warm_reload_s", "first_tab_s", "warm_tab_s"):
         summary[key] = {page: statistics.median(r[key][page] for r in runs) for page in runs[0][key]}
     summary["runs"] = runs
+    if args.profile:
+        summary["profile"] = profile_summary(args.profile)
     print(json.dumps(summary, indent=None if args.json else 2))
     return 0
 
