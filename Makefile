@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test llm index index-artifact bench results results-local results-models perf clean-cache
+.PHONY: setup run test docs llm index index-artifact bench results results-local results-models perf clean-cache
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# docs/ARCHITECTURE.md's module inventory, regenerated from the code (tests/test_architecture.py fails when it
+# is stale): after adding, removing or moving a module, or changing a docstring's first sentence.
+docs: $(STAMP)
+	$(PY) -m tests.test_architecture
 
 # The local LLM: llama-cpp-python built from source once (PyPI serves only its source), cached outside the
 # clone so that every later clone installs it in seconds, plus the declared models (core/local_models.py):

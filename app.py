@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.data.toolbench import GOLD_DEFINITIONS, GOLD_LIST
 from core.settings import REGISTRIES, DataNotFoundError, check_cache_dir
 from ui.index_job import index_job
 from ui.page_settings import LATEST_STUDY, base_settings, current_settings
@@ -42,7 +43,6 @@ PAGES = [
 # text into the URL and drops a URL value that is not one, so with a format_func a shared `?gold=relevant` opened
 # as api_list (and the address bar carried "relevant (ToolBench)" instead).
 REGISTRY_CAPTIONS = {"full": "~47k APIs, the paper's scale", "documented": "4,940 APIs"}
-GOLD_CAPTIONS = {"api_list": "paper-comparable", "relevant": "ToolBench's"}
 
 st.set_page_config(page_title="Tool Discovery Lab", page_icon=":material/travel_explore:", layout="wide")
 page = st.navigation(PAGES)
@@ -60,7 +60,7 @@ with st.sidebar:
     st.radio("Registry", REGISTRIES, key="registry", index=REGISTRIES.index(settings.registry),
              captions=[REGISTRY_CAPTIONS[r] for r in REGISTRIES], bind="query-params",
              help="Which API registry the live index searches. Results pages show what the benchmark stored.")
-    st.radio("Gold APIs", list(GOLD_CAPTIONS), key="gold", captions=list(GOLD_CAPTIONS.values()), bind="query-params",
+    st.radio("Gold APIs", GOLD_DEFINITIONS, key="gold", captions=[g.caption for g in GOLD_LIST], bind="query-params",
              help="api_list: the APIs a query was generated from (close to the paper's ground truth). "
                   "relevant: ToolBench's 'relevant APIs'. Every number on every page uses this choice.")
     st.slider("Default k", 1, 20, value=5, key="k_default", bind="query-params",

@@ -18,10 +18,11 @@ from core.data.toolbench import subset_order
 from ui.safe import md, one_line
 from ui.page_settings import chosen_study, current_settings, shared_choices
 from core.study.live import live_query
+from core.study.query_result import ArchResult, QueryOutcome
 from ui.live_view import LiveColumns, replay
 from ui.resources import (available_backends, backend_title, commit, live_results, remember, results,
                           with_backend)
-from ui.inspector_view import K_MAX, K_MIN, View, parse_view, with_gold
+from ui.inspector_view import K_MAX, K_MIN, View, parse_view
 from ui.gold_section import gold_section
 from ui.widgets import (arch_column, describe, error, hybrid_section, index_gate, json_download, quiet_retriever,
                         rerun_when_index_ready, router_verdict, safe_read)
@@ -135,10 +136,10 @@ if not stored:
     lookup = describe(retriever.registry)
     router_box = st.empty()  # the router needs RtP's top-1 only: drawn with RtP's column, before any LLM call
 
-    def draw_router(rtp_block: dict) -> None:
+    def draw_router(rtp_block: ArchResult) -> None:
         if safe_read(settings, ResultsReader.available):
             with router_box.container():
-                router_verdict(rtp_block.get("top1_score"),
+                router_verdict(rtp_block.top1_score,
                                safe_read(settings, ResultsReader.router_fit, gold=gold_def, k=k))
 
     columns = LiveColumns(rtp_slot.empty(), ptr_slot.empty(), st.empty(), st.empty(), lookup, k, gold,
@@ -153,40 +154,43 @@ if not stored:
             result = live_query(text, k, retriever, run_settings, columns.emit)
         except Exception as exc:  # noqa: BLE001 - an LLM or planner failure must not hide RtP
             failure = f"PtR and the planners failed: {exc}"
-            result = {"query": text, "k": k, "rtp": columns.result.get("rtp")}
+            rtp = columns.result.get("rtp")
+            result = QueryOutcome(k, (rtp,) if rtp is not None else (), text)
             replay(columns, result, columns.seconds, failure)
-        if not result.get("llm_error") and failure is None:  # a model not installed yet is asked again next time
+        if not result.llm_error and failure is None:  # a model not installed yet is asked again next time
             remember(done, live_key, (result, columns.seconds, failure))
-    result = with_gold(result, gold)
+    result = result.with_gold(gold)
 else:
-    result = with_gold(result, gold)
-    registry_name = (result.get("provenance") or {}).get("registry_name")
+    result = result.with_gold(gold)
+    registry_name = (result.provenance or {}).get("registry_name")
     try:
         lookup = describe(registry_for(settings.with_(registry=registry_name) if registry_name in ("full", "documented")
                                        else settings))
     except DataNotFoundError:
         lookup = describe(None)
     with rtp_slot:
-        arch_column("rtp", result.get("rtp"), lookup, k, stored=True)
+        arch_column("rtp", result.get("rtp"), lookup, k)
     with ptr_slot:
-        arch_column("ptr", result.get("ptr"), lookup, k, failure=failure, stored=True)
+        arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
     hybrid_section(result.get("hybrid"), lookup, k)
 if stored:
-    registry_name = (result.get("provenance") or {}).get("registry_name")
+    registry_name = (result.provenance or {}).get("registry_name")
     trace_settings = settings.with_(registry=registry_name) if registry_name in ("full", "documented") else settings
     retriever = quiet_retriever(trace_settings)
 gold_section(text, result, query, gold_def, k, retriever)
 if stored and query is not None and retriever is None:
     rerun_when_index_ready(trace_settings)
 if stored and safe_read(settings, ResultsReader.available):
-    router_verdict((result.get("rtp") or {}).get("top1_score"), safe_read(settings, ResultsReader.router_fit, gold=gold_def, k=k))
+    rtp = result.get("rtp")
+    router_verdict(rtp.top1_score if rtp is not None else None,
+                   safe_read(settings, ResultsReader.router_fit, gold=gold_def, k=k))
 
 st.divider()
 info, actions = st.columns([3, 2])
 with info:
     if stored:
         with st.expander("Provenance of the stored outputs"):
-            st.json(result.get("provenance") or {})
+            st.json(dict(result.provenance or {}))
     else:
         st.caption(f"Computed live · registry {md(settings.registry)} · {md(backend_title(backend), 80)}"
                    + (f" · gold = {gold_def}" if gold is not None else " · no gold for free text"))
@@ -204,5 +208,5 @@ with actions:
                    "llm_model": run_settings.llm_model, "embedding_model": settings.embedding_model,
                    "registry": settings.registry, "gold": gold_def if gold is not None else None, "k": k,
                    "commit": commit()[:10]}
-    json_download(result if stored else {**result, "provenance": live_source},
+    json_download(result.to_json() if stored else {**result.to_json(), "provenance": live_source},
                   f"inspect-{query.uid.replace(':', '-') if query else 'query'}")

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.retrieval.batch import ptr_batch, rtp_batch  # noqa: E402
-from core.study.evaluate import score_query
+from core.study.evaluate import aggregate, score_query
 from core.agents.factory import make_agents  # noqa: E402
 from core.retrieval.assemble import build_retriever  # noqa: E402
 from core.data.loaders import queries_for
@@ -64,7 +64,7 @@ def main() -> int:
         idx = [i for i, q in enumerate(queries) if q.subset == subset]
 
         def recall(found) -> float:
-            return statistics.fmean(score_query(queries[i], found[i].keys, "api_list", 5).recall for i in idx)
+            return aggregate([score_query(queries[i], found[i].keys, "api_list", 5) for i in idx])["recall"]
 
         report["subsets"][subset] = {
             "n": len(idx), "rtp": round(recall(rtp), 3), "ptr_local": round(recall(local), 3),

@@ -9,23 +9,26 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 import re
 import socket
 import time
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from sqlalchemy import select
 
-from core.analysis import tables as A
 from core.agents.factory import Agents, agents_factory
 from core.agents.llm import Usage
 from core.agents.llm.local_model import LocalModelError, llama_cpp_module
 from core.agents.planner import Plan
 from core.agents.stubs import StubOutcome
+from core.analysis.reader import ResultsReader
 from core.data.registry import Registry
-from core.data.toolbench import Api, Query
+from core.data.toolbench import GOLD_DEFINITIONS, Api, Query
 from core.retrieval.discovery import Hit, Retriever, Stub
 from core.retrieval.index import VectorIndex
 from core.retrieval.memo import memoised
@@ -33,8 +36,9 @@ from core.settings import PROJECT_ROOT, Settings
 from core.study.hybrid import run_hybrid
 from core.study.ksweep import run_ksweep
 from core.study.main_study import run_main
+from core.study.run_means import RUN_MEANS, trajectory_means
 from core.study.scaling import run_scaling
-from core.study.store import Store
+from core.study.store import QueryResult, Store, make_engine
 
 
 # ------------------------------------------------------------------ a fake encoder and tiny data
@@ -298,33 +302,41 @@ def build_app_env(folder: Path) -> dict[str, str]:
 SCRUBBED = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "EMBEDDING_MODEL")
 
 
-# ---------------------------------------------------------------- pandas twins of the reader's SQL run means
-# core.analysis.reader computes run means in SQL (RUN_MEANS, trajectory_means); these per-query versions are
-# the reference the tests check those SQL expressions against.
+# ---------------------------------------------------------------- run means in Python, as declared
 
-def main_columns(gold: str) -> list[str]:
-    """The per-query columns main_table needs run means of."""
-    return [A.metric_column(metric, gold) for metric in A.MAIN_METRICS]
-
-
-def divergence_columns(df: pd.DataFrame) -> pd.DataFrame:
-    """Per-query divergence on PtR rows: not_identical (top-k set differs from RtP's) and disjoint
-    (no API in common); NaN on rows that were not compared (RtP rows)."""
-    compared = df["same_as_rtp"].notna()
-    return df.assign(
-        not_identical=np.where(compared, (~df["same_as_rtp"].fillna(True).astype(bool)).astype(float), np.nan),
-        disjoint=np.where(compared, (pd.to_numeric(df["rtp_overlap"]) == 0).astype(float), np.nan))
+def run_means(rows: pd.DataFrame, names: Sequence[str], by: Sequence[str] = ("subset", "arch"),
+              gold: str | None = None) -> pd.DataFrame:
+    """The declared run means `names` (core.study.run_means; with `gold`, its trajectory means too) of per-query
+    rows, computed in Python: shaped like the reader's per-run frame from SQL (by + run_index + names + n)."""
+    declared = {**RUN_MEANS, **(trajectory_means(gold) if gold else {})}
+    keys = [*by, "run_index"]
+    out = [{**dict(zip(keys, key)), **{name: declared[name].mean(part.to_dict("records")) for name in names},
+            "n": len(part)} for key, part in rows.groupby(keys, sort=True)]
+    return pd.DataFrame(out, columns=[*keys, *names, "n"])
 
 
-def trajectory_columns(df: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
-    """Per-query planner measures on rows that have a plan: refusal, parse_error, miss (retrieval recall
-    is 0: a complete miss), and on misses only (NaN otherwise) wrong_tool (the planner still selected
-    something) and refusal_on_miss. Run means of these feed `trajectory`."""
-    planned = df[df["plan_steps"].notna()]
-    recall = pd.to_numeric(planned[f"recall_{gold}"], errors="coerce").astype(float)
-    miss = recall < A.EPS
-    refusal = planned["plan_refusal"].astype(float)
-    return planned.assign(refusal=refusal, parse_error=planned["plan_parse_error"].astype(float),
-                          miss=miss.astype(float),
-                          wrong_tool=np.where(miss, (planned["plan_apis_named"] > 0).astype(float), np.nan),
-                          refusal_on_miss=np.where(miss, refusal, np.nan))
+def run_means_both_ways(url: str) -> tuple[list[str], set[str]]:
+    """Every declared run mean (core.study.run_means, under each gold definition) of every run in the store at
+    `url`, from the reader's SQL and from the declaration's Python over the stored rows: where the two differ
+    (not the same bits, or only one defined), and the names some run defines."""
+    reader = ResultsReader(url)
+    engine = make_engine(url, writer=False)
+    with engine.connect() as conn:
+        stored = conn.execute(select(QueryResult.__table__).where(QueryResult.error.is_(None))).mappings().all()
+    engine.dispose()
+    rows: dict[int, list[Mapping]] = defaultdict(list)
+    for row in stored:
+        rows[row["run_id"]].append(row)
+    differ: list[str] = []
+    defined: set[str] = set()
+    for gold in GOLD_DEFINITIONS:
+        declared = {**RUN_MEANS, **trajectory_means(gold)}
+        for run in reader._per_run(reader.runs(), gold).to_dict("records"):
+            for name, mean in declared.items():
+                in_sql, in_python = run[name], mean.mean(rows[run["run_id"]])
+                if math.isnan(in_sql) and math.isnan(in_python):
+                    continue
+                if in_sql != in_python:
+                    differ.append(f"run {run['run_id']}, {name} under {gold}: SQL {in_sql!r}, Python {in_python!r}")
+                defined.add(name)
+    return differ, defined

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from core.analysis import tables as A
-from tests.helpers import divergence_columns, main_columns, trajectory_columns
+from tests.helpers import run_means
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
@@ -60,7 +60,8 @@ def test_no_variance_or_one_run_gives_nan_with_the_reason_never_p_zero() -> None
 
 
 def test_main_table_by_hand() -> None:
-    table = A.main_table(A.run_means(main_rows(), main_columns("api_list")), "api_list").set_index("metric")
+    main = [A.metric_column(metric, "api_list") for metric in A.MAIN_METRICS]
+    table = A.main_table(run_means(main_rows(), main), "api_list").set_index("metric")
     recall = table.loc["recall"]
     assert recall["rtp_mean"] == pytest.approx(0.5) and recall["rtp_std"] == 0.0
     assert recall["ptr_mean"] == pytest.approx(11 / 18)
@@ -106,7 +107,7 @@ def test_divergence_not_identical_and_disjoint() -> None:
     rows = frame([{"subset": "S", "arch": "ptr", "run_index": r, "same_as_rtp": same, "rtp_overlap": ov}
                   for r, same, ov in ptr] + [{"subset": "S", "arch": "rtp", "run_index": 0, "same_as_rtp": None,
                                               "rtp_overlap": None}])
-    out = A.divergence(A.run_means(divergence_columns(rows), ["not_identical", "disjoint"])).iloc[0]
+    out = A.divergence(run_means(rows, ["not_identical", "disjoint"])).iloc[0]
     assert out["not_identical"] == pytest.approx(0.5) and out["not_identical_std"] == pytest.approx(math.sqrt(2) / 6)
     assert out["disjoint"] == pytest.approx(1 / 3) and out["disjoint_std"] == 0.0 and out["runs"] == 2
 
@@ -129,7 +130,7 @@ def test_trajectory_wrong_tool_rate_refusals_and_planner_jaccard() -> None:
         plan_row("ptr", 2, 0.5, 1, False, (("t", "d"),), 1.0),
         plan_row("ptr", 3, 1.0, 1, False, (("t", "e"),), 1.0),
     ])
-    per_run = A.run_means(trajectory_columns(rows, "api_list"), list(A.TRAJECTORY_MEASURES.values()))
+    per_run = run_means(rows, list(A.TRAJECTORY_MEASURES.values()), gold="api_list")
     out = A.trajectory(per_run, A.planner_jaccard(rows)).set_index("arch")
     rtp = out.loc["rtp"]
     assert rtp["complete_miss_rate"] == 0.5
@@ -201,14 +202,14 @@ def test_sweep_and_scaling_tables() -> None:
                          "query_id": q, "recall_api_list": rec, "precision_api_list": rec / 5,
                          "same_as_rtp": q == 0, "rtp_overlap": 5 if q == 0 else 0})
     cols = ["recall_api_list", "precision_api_list", "not_identical", "disjoint"]
-    per_seed = A.run_means(divergence_columns(frame(rows)), cols, ("subset", "arch", "k", "sub_size", "sub_seed"))
+    per_seed = run_means(frame(rows), cols, ("subset", "arch", "k", "sub_size", "sub_seed"))
     table = A.scaling_table(per_seed, "api_list").set_index("arch")
     assert table.loc["rtp", "recall_mean"] == pytest.approx(2 / 3)  # seed means 1/2, 1/2, 1
     assert table.loc["rtp", "recall_std"] == pytest.approx(math.sqrt(1 / 12))
     assert table.loc["rtp", "runs"] == 3 and table.loc["rtp", "size"] == 1000
     assert table.loc["ptr", "divergence_not_identical"] == pytest.approx(0.5)
     assert table.loc["ptr", "divergence_disjoint"] == pytest.approx(0.5)
-    sweep = A.ksweep_table(A.run_means(frame(rows).assign(run_index=0), cols[:2], ("subset", "arch", "k")), "api_list")
+    sweep = A.ksweep_table(run_means(frame(rows).assign(run_index=0), cols[:2], ("subset", "arch", "k")), "api_list")
     assert sweep["runs"].tolist() == [1, 1] and sweep["recall_std"].tolist() == [0.0, 0.0]
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -11,11 +12,11 @@ import pytest
 
 from core.settings import PROJECT_ROOT
 from core.analysis import paper
+from core.study.query_result import QueryOutcome
 from ui import figures, tables
 from ui.projection import fit_pca, sample_rows
 from ui.safe import md, one_line, plot_text
-from ui.inspector_view import (View, latency_text, parse_qid, parse_view, stub_hits, total_latency_s, total_tokens,
-                               with_gold)
+from ui.inspector_view import View, latency_text, parse_qid, parse_view
 
 PAPER = paper.load_paper(PROJECT_ROOT / "data" / "paper_reference.json")
 H, FX, JK = ("Hotels", "search hotels"), ("Currency", "exchange rate"), ("Jokes", "random joke")
@@ -81,38 +82,40 @@ def test_parse_qid() -> None:
     assert parse_qid("G1:") is None and parse_qid(":3") is None and parse_qid("577") is None
 
 
-def _result() -> dict:
+def _result() -> QueryOutcome:
     hits = [{"rank": 1, "tool_name": "Hotels", "api_name": "search hotels", "category": "Travel", "score": 0.9,
              "stub": "find_hotels", "gold": False},
             {"rank": 2, "tool_name": "Jokes", "api_name": "random joke", "category": "Fun", "score": 0.5,
-             "stub": "tell_joke"}]
-    return {"query": "q", "k": 2,
-            "rtp": {"hits": [dict(h) for h in hits], "latency_s": 0.01,
-                    "plan": {"usage": {"total_tokens": 30}, "latency_s": 0.5}},
-            "ptr": {"hits": hits, "stubs": [{"name": "find_hotels", "reasoning": "r"}, {"name": "unused"}],
-                    "usage": {"total_tokens": 12}, "stub_latency_s": 1.0, "latency_s": 0.02,
-                    "plan": {"usage": {"total_tokens": 30}, "latency_s": 0.5}}}
+             "stub": "tell_joke", "gold": False}]
+    plan = {"usage": {"total_tokens": 30}, "latency_s": 0.5}
+    head = {"top1_score": 0.9, "search_width": 2, "recall": 0.0, "precision": 0.0, "plan": plan}
+    return QueryOutcome.from_json({
+        "query": "q", "k": 2, "rtp": {"hits": hits, **head, "latency_s": 0.01},
+        "ptr": {"hits": hits, **head, "latency_s": 0.02, "stub_fallback": False, "stub_latency_s": 1.0,
+                "stubs": [{"name": "find_hotels", "reasoning": "r"}, {"name": "unused", "reasoning": ""}],
+                "usage": {"prompt_tokens": 10, "output_tokens": 2}}})
 
 
 def test_with_gold_recomputes_marks_and_metrics_without_mutating() -> None:
     original = _result()
-    out = with_gold(original, {H, FX})
-    assert [h["gold"] for h in out["rtp"]["hits"]] == [True, False]
-    assert out["rtp"]["recall"] == 0.5 and out["rtp"]["precision"] == 0.5
-    assert original["rtp"]["hits"][0]["gold"] is False  # the input is untouched
-    cleared = with_gold(out, None)
-    assert "recall" not in cleared["ptr"] and all("gold" not in h for h in cleared["ptr"]["hits"])
+    out = original.with_gold({H, FX})
+    assert [flag for _, flag in out.get("rtp").marked_hits()] == [True, False]
+    assert (out.get("rtp").gold.recall, out.get("rtp").gold.precision) == (0.5, 0.5)
+    assert original.get("rtp").gold.flags == (False, False)  # the input is untouched
+    cleared = out.with_gold(None).to_json()["ptr"]
+    assert "recall" not in cleared and all("gold" not in h for h in cleared["hits"])
 
 
 def test_stub_hits_tokens_and_latency() -> None:
-    block = _result()["ptr"]
-    groups = stub_hits(block)
-    assert [(s["name"], [h["rank"] for h in found]) for s, found in groups] == [("find_hotels", [1]), ("unused", [])]
-    assert total_tokens(block) == 42 and total_tokens({}) == 0
-    assert total_latency_s(block) == pytest.approx(1.52)
-    assert latency_text(block, stored=False) == "1.52 s live"
-    assert latency_text(block, stored=True) == "LLM wall time in the batch run: stubs 1.00 s + plan 0.50 s"
-    assert latency_text({"plan": None, "stub_latency_s": None}, stored=True) == "no LLM time stored at this k"
+    block = _result().get("ptr")
+    groups = block.stub_hits()
+    assert [(s.name, [h.rank for h in found]) for s, found in groups] == [("find_hotels", [1]), ("unused", [])]
+    assert block.total_tokens == 42 and replace(block, plan=None, writing=None).total_tokens == 0
+    assert block.total_latency_s == pytest.approx(1.52)
+    assert latency_text(block) == "1.52 s live"
+    stored = replace(block, latency_s=None)  # what the store gives: the LLM calls' times, no retrieval time
+    assert latency_text(stored) == "LLM wall time in the batch run: stubs 1.00 s + plan 0.50 s"
+    assert latency_text(replace(stored, plan=None, writing=None)) == "no LLM time stored at this k"
 
 
 def test_exports_carry_their_provenance() -> None:

@@ -1,10 +1,12 @@
-"""The shape of core/: its import graph has no cycle, imports only go down the layers, core never
-imports streamlit, and the backends' "module:function" client factories resolve.
+"""The shape of the code: the import graph of core/, ui/, app_pages/ and app.py has no cycle, imports only
+go down the layers, core never imports streamlit, and the backends' "module:function" client factories resolve.
 
 Layers, bottom to top (a module may import only modules in its own layer or a lower one):
-    0  core/__init__.py, core/settings.py, core/backends.py, core/local_models.py, core/progress.py
+    0  core/__init__.py, core/settings.py, core/backends.py, core/local_models.py, core/archs.py, core/progress.py
     1  core/data/        2  core/retrieval/     3  core/agents/ (core/agents/llm/ too)
     4  core/study/       5  core/analysis/      6  core/cli/ and core/__main__.py
+    7  ui/ (the dashboard's parts)   8  app_pages/ (one module per page)   9  app.py (registers the pages)
+So core imports neither ui/ nor app_pages/, and ui/ never imports app_pages/.
 
 The graph is read with `ast`, so it sees every import statement wherever it sits: at module level,
 inside functions (the lazy imports that keep `--help` and the pages fast), and under
@@ -29,6 +31,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +48,7 @@ CORE_LAYERS: dict[str, int] = {
     "core.settings": 0,
     "core.backends": 0,
     "core.local_models": 0,
+    "core.archs": 0,
     "core.progress": 0,
     "core.data": 1,
     "core.retrieval": 2,
@@ -55,6 +59,10 @@ CORE_LAYERS: dict[str, int] = {
     "core.cli": 6,
     "core.__main__": 6,
 }
+
+# The dashboard above core: its packages (and app.py) by top-level name.
+LAYERS: dict[str, int] = {**CORE_LAYERS, "ui": 7, "app_pages": 8, "app": 9}
+DASHBOARD = ("ui", "app_pages", "app")
 
 FORBIDDEN_IN_CORE = ("streamlit",)
 
@@ -93,7 +101,9 @@ def module_path(root: Path, name: str) -> str:
 
 
 def discover(root: Path, package: str) -> dict[str, Path]:
-    """Every module of `package` (the directory root/package), by dotted name."""
+    """Every module of `package` (the directory root/package, or the one file root/package.py), by dotted name."""
+    if not (root / package).is_dir():
+        return {package: root / f"{package}.py"}
     return {module_name(root, p): p for p in sorted((root / package).rglob("*.py")) if "__pycache__" not in p.parts}
 
 
@@ -160,9 +170,9 @@ class _ImportVisitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def collect_imports(root: Path, package: str) -> tuple[dict[str, Path], list[Import]]:
-    """All modules of `package` and every import statement in them, resolved to module names."""
-    modules = discover(root, package)
+def collect_imports(root: Path, *packages: str) -> tuple[dict[str, Path], list[Import]]:
+    """All modules of the packages and every import statement in them, resolved to module names."""
+    modules = {name: path for package in packages for name, path in discover(root, package).items()}
     imports: list[Import] = []
     for name, path in modules.items():
         visitor = _ImportVisitor(name, path.name == "__init__.py", modules)
@@ -296,11 +306,17 @@ def _write(root: Path, files: Mapping[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-# --------------------------------------------------------------------------- the checks on core/
+# ------------------------------------------------------- the checks on core/, ui/, app_pages/ and app.py
 
 @pytest.fixture(scope="module")
 def core_imports() -> tuple[dict[str, Path], list[Import]]:
     return collect_imports(PROJECT_ROOT, "core")
+
+
+@pytest.fixture(scope="module")
+def all_imports() -> tuple[dict[str, Path], list[Import]]:
+    """core and the dashboard above it: one graph, so that an import from core into ui is an edge too."""
+    return collect_imports(PROJECT_ROOT, "core", *DASHBOARD)
 
 
 def test_every_core_module_has_a_layer(core_imports):
@@ -313,42 +329,46 @@ def test_every_core_module_has_a_layer(core_imports):
         f"layer list in its docstring): {', '.join(unplaced)}")
 
 
-def test_the_graph_sees_the_known_edges(core_imports):
+def test_the_graph_sees_the_known_edges(all_imports):
     """Guards the checker itself on the real tree: a lazy import inside a function, a submodule named
-    in `from package import submodule`, and a TYPE_CHECKING import are all edges."""
-    modules, imports = core_imports
+    in `from package import submodule` (in core and in the dashboard), a TYPE_CHECKING import, and app.py's
+    imports are all edges."""
+    modules, imports = all_imports
     graph = import_graph(modules, imports)
     assert set(graph) == set(modules) and {"core.settings", "core.cli.main", "core.agents.llm"} <= set(graph)
     assert "core.cli.main" in graph["core.__main__"]
+    assert {"ui.tables", "core.analysis.reader"} <= graph["app_pages.results"]
+    assert "ui.page_settings" in graph["app"]
     assert any(i.type_checking and i.target.startswith("core.") for i in imports)
     assert any(i.in_function and i.target.startswith("core.") for i in imports)
 
 
-def test_no_import_cycle_in_core(core_imports):
+def test_no_import_cycle(all_imports):
     """TYPE_CHECKING imports count (see the module docstring): a type-only back edge still ties the
     two modules together, it only hides the cycle from the interpreter."""
-    modules, imports = core_imports
+    modules, imports = all_imports
     cycles = find_cycles(import_graph(modules, imports))
-    assert not cycles, "import cycles among core modules:\n" + "\n".join(
-        format_cycle(c, imports, PROJECT_ROOT) for c in cycles)
+    assert not cycles, "import cycles:\n" + "\n".join(format_cycle(c, imports, PROJECT_ROOT) for c in cycles)
 
 
-def test_no_run_time_import_cycle_in_core(core_imports):
+def test_no_run_time_import_cycle(all_imports):
     """The same without the TYPE_CHECKING imports: what the interpreter itself would run into. When
     only the test above fails, the cycle is closed by an annotation-only import."""
-    modules, imports = core_imports
+    modules, imports = all_imports
     run_time = [i for i in imports if not i.type_checking]
     cycles = find_cycles(import_graph(modules, run_time))
-    assert not cycles, "run-time import cycles among core modules:\n" + "\n".join(
+    assert not cycles, "run-time import cycles:\n" + "\n".join(
         format_cycle(c, run_time, PROJECT_ROOT) for c in cycles)
 
 
-def test_core_imports_only_go_down_the_layers(core_imports):
-    modules, imports = core_imports
-    upward = upward_imports(imports, modules, CORE_LAYERS)
+def test_imports_only_go_down_the_layers(all_imports):
+    """Within core, and from core up to ui/, app_pages/ and app.py: core never imports the dashboard, ui/
+    never imports a page, a page never imports app.py."""
+    modules, imports = all_imports
+    upward = upward_imports(imports, modules, LAYERS)
     assert not upward, "imports from a lower layer to a higher one (layers: see tests/test_architecture.py):\n" + "\n".join(
         f"    {imp.where(PROJECT_ROOT)}: {imp.describe()}  "
-        f"[layer {layer_of(imp.source, CORE_LAYERS)} -> layer {layer_of(imp.target, CORE_LAYERS)}]"
+        f"[layer {layer_of(imp.source, LAYERS)} -> layer {layer_of(imp.target, LAYERS)}]"
         for imp in upward)
 
 
@@ -533,11 +553,14 @@ def test_the_checker_passes_a_clean_synthetic_package(tmp_path):
         "pkg/low/a.py": "from pkg import base\ndef f():\n    from pkg.low import b\n",
         "pkg/low/b.py": "import pkg.base\n",
         "pkg/high/h.py": "from pkg.low import a\n",
+        "pages/p.py": "from pkg.high import h\nfrom pkg import low\n",  # a folder without __init__.py
+        "main.py": "from pages import p\n",  # a top-level file
     })
-    modules, imports = collect_imports(tmp_path, "pkg")
+    modules, imports = collect_imports(tmp_path, "pkg", "pages", "main")
     graph = import_graph(modules, imports)
+    assert graph["pages.p"] == {"pkg.high.h", "pkg.low"} and graph["main"] == {"pages.p"}
     assert find_cycles(graph) == []
-    assert upward_imports(imports, modules, {"pkg": 0, "pkg.low": 1, "pkg.high": 2}) == []
+    assert upward_imports(imports, modules, {"pkg": 0, "pkg.low": 1, "pkg.high": 2, "pages": 3, "main": 4}) == []
     assert forbidden_imports(imports, FORBIDDEN_IN_CORE) == []
 
 
@@ -573,3 +596,146 @@ def test_benchmarks_import_nothing_from_tests():
     found = _test_module_imports(BENCHMARKS_DIR)
     assert not found, "benchmarks/ must not import the tests (give it its own fakes in benchmarks/fakes.py):\n" + "\n".join(
         f"    benchmarks/{stem}.py:{line}: imports {name}" for stem, name, line in found)
+
+
+# ------------------------------------------------ docs/ARCHITECTURE.md's module inventory, from the code
+# `make docs` (python -m tests.test_architecture) writes it between the markers; the test below fails when it
+# is stale. It follows whatever folders hold modules: a new package shows up in the layer of its modules.
+
+ARCHITECTURE_DOC = PROJECT_ROOT / "docs" / "ARCHITECTURE.md"
+INVENTORY_BEGIN = ("<!-- the inventory: generated from the code by `make docs` (tests/test_architecture.py); "
+                   "edit the modules' docstrings, not this -->")
+INVENTORY_END = "<!-- end of the generated inventory -->"
+LONG_PHRASE = 150  # characters: a longer first sentence is cut to what it names (see `holds`)
+
+
+def holds(docstring: str | None) -> str:
+    """What a module holds: its docstring's first sentence. A long one loses a closing parenthetical, then
+    what follows its first ': ' or '; ' at least 30 characters in (the explanation after the thing named)."""
+    paragraph = " ".join((docstring or "").split("\n\n")[0].split())
+    match = re.match(r"(.+?[.?!])(?:\s|$)", paragraph)
+    sentence = (match.group(1) if match else paragraph).removesuffix(".")
+    if len(sentence) > LONG_PHRASE:
+        sentence = re.sub(r"\s*\([^()]*\)$", "", sentence)
+    cut = re.search(r"[:;] ", sentence[30:]) if len(sentence) > LONG_PHRASE else None
+    return sentence[:30 + cut.start()] if cut else sentence
+
+
+@dataclass(frozen=True)
+class Folder:
+    """One folder's modules: its layer (its lowest module's), its package docstring, each module's phrase."""
+
+    path: str  # relative to the root, with a trailing slash; "" for the root itself
+    layer: int
+    about: str
+    modules: tuple[tuple[str, str], ...]  # (file name, what it holds), __init__.py left out
+    files: int
+    lines: int
+
+    @property
+    def shown(self) -> str:
+        return self.path or "./"
+
+
+def folders(root: Path, packages: Iterable[str], layers: Mapping[str, int]) -> list[Folder]:
+    """Every folder holding modules of the packages, bottom layer first (then by path)."""
+    by_folder: dict[str, list[tuple[str, Path]]] = defaultdict(list)
+    for package in packages:
+        for name, path in discover(root, package).items():
+            folder = path.parent.relative_to(root).as_posix()
+            by_folder["" if folder == "." else f"{folder}/"].append((name, path))
+    out = []
+    for folder, modules in by_folder.items():
+        texts = {path.name: path.read_text(encoding="utf-8") for _, path in modules}
+        docs = {name: ast.get_docstring(ast.parse(text)) for name, text in texts.items()}
+        out.append(Folder(folder, min(layer_of(name, layers) for name, _ in modules), holds(docs.get("__init__.py")),
+                          tuple((name, holds(doc)) for name, doc in sorted(docs.items()) if name != "__init__.py"),
+                          len(texts), sum(text.count("\n") for text in texts.values())))
+    return sorted(out, key=lambda f: (f.layer, f.path))
+
+
+def inventory(root: Path = PROJECT_ROOT, packages: Iterable[str] = ("core", *DASHBOARD),
+              layers: Mapping[str, int] = LAYERS) -> str:
+    """The generated part of docs/ARCHITECTURE.md: a table of the layers' sizes, then every module, by folder."""
+    found = folders(root, packages, layers)
+    lines = ["| layer | folder | files | lines |", "|--:|---|--:|--:|",
+             *(f"| {f.layer} | `{f.shown}` | {f.files} | {round(f.lines, -2):,} |" for f in found),
+             f"| | all | {sum(f.files for f in found)} | {round(sum(f.lines for f in found), -2):,} |", "",
+             "Lines are every line of the folder's `.py` files (docstrings and blank lines too), to the nearest "
+             "hundred."]
+    for f in found:
+        lines += ["", f"### `{f.shown}`", ""]
+        lines += [f.about, ""] if f.about else []
+        lines += [f"- `{name}`: {phrase}" for name, phrase in f.modules]
+    return "\n".join(lines) + "\n"
+
+
+def listed_modules(text: str) -> set[str]:
+    """The module files an inventory names (folder heading + item), e.g. core/retrieval/ann.py."""
+    out, folder = set(), ""
+    for line in text.splitlines():
+        if heading := re.match(r"^### `([^`]*)`", line):
+            folder = "" if heading.group(1) == "./" else heading.group(1)
+        elif item := re.match(r"^- `([^`]+\.py)`", line):
+            out.add(folder + item.group(1))
+    return out
+
+
+def split_doc(text: str) -> tuple[str, str, str]:
+    """The document before the inventory, the inventory, and after it."""
+    before, marker, rest = text.partition(INVENTORY_BEGIN + "\n")
+    current, end, after = rest.partition(INVENTORY_END)
+    assert marker and end, f"docs/ARCHITECTURE.md has lost its inventory markers: {INVENTORY_BEGIN} ... {INVENTORY_END}"
+    return before, current, after
+
+
+def stale_inventory(doc: str, expected: str) -> str | None:
+    """Why the document's inventory is not `expected` (the modules it misses and the ones it names that are
+    gone first), or None when it is."""
+    _, current, _ = split_doc(doc)
+    if current == expected:
+        return None
+    listed, wanted = listed_modules(current), listed_modules(expected)
+    missing, gone = sorted(wanted - listed), sorted(listed - wanted)
+    return "\n".join(["docs/ARCHITECTURE.md's module inventory disagrees with the code; regenerate it with `make docs`.",
+                      *([f"    missing: {', '.join(missing)}"] if missing else []),
+                      *([f"    gone: {', '.join(gone)}"] if gone else []),
+                      *([] if missing or gone else
+                        ["    (the same modules: a docstring's first sentence, a count or a size changed)"])])
+
+
+def test_the_architecture_doc_lists_every_module_as_the_code_has_it():
+    problem = stale_inventory(ARCHITECTURE_DOC.read_text(encoding="utf-8"), inventory())
+    assert problem is None, problem
+
+
+def test_the_inventory_names_what_is_missing_and_gone(tmp_path):
+    _write(tmp_path, {"pkg/__init__.py": '"""The package: what it is for."""\n', "pkg/a.py": '"""Holds a. More."""\n',
+                      "pkg/sub/b.py": "x = 1\n",
+                      "top.py": '"""The entry point of the whole package: ' + "why " * 40 + '."""\n'})
+    layers = {"pkg": 0, "pkg.sub": 1, "top": 2}
+    old = inventory(tmp_path, ("pkg", "top"), layers)
+    assert old.splitlines()[2:5] == ["| 0 | `pkg/` | 2 | 0 |", "| 1 | `pkg/sub/` | 1 | 0 |", "| 2 | `./` | 1 | 0 |"]
+    assert "### `pkg/`\n\nThe package: what it is for\n\n- `a.py`: Holds a\n" in old
+    assert "- `top.py`: The entry point of the whole package\n" in old
+    assert listed_modules(old) == {"pkg/a.py", "pkg/sub/b.py", "top.py"}
+    doc = f"# Title\n\n{INVENTORY_BEGIN}\n{old}{INVENTORY_END}\n\nmore prose\n"
+    assert stale_inventory(doc, old) is None
+    (tmp_path / "pkg/sub/b.py").unlink()
+    _write(tmp_path, {"pkg/c.py": ""})
+    assert stale_inventory(doc, inventory(tmp_path, ("pkg", "top"), layers)).splitlines()[1:] == [
+        "    missing: pkg/c.py", "    gone: pkg/sub/b.py"]
+
+
+def write_inventory(doc: Path = ARCHITECTURE_DOC) -> bool:
+    """Rewrites the inventory in `doc` from the code; whether it changed."""
+    text = doc.read_text(encoding="utf-8")
+    before, current, after = split_doc(text)
+    fresh = inventory()
+    doc.write_text(before + INVENTORY_BEGIN + "\n" + fresh + INVENTORY_END + after, encoding="utf-8")
+    return fresh != current
+
+
+if __name__ == "__main__":
+    print(f"{ARCHITECTURE_DOC.relative_to(PROJECT_ROOT)}: "
+          f"{'inventory regenerated' if write_inventory() else 'inventory already up to date'}")

@@ -55,7 +55,7 @@ def test_a_query_ends_within_its_budget_and_says_which_stage_ran_out(fault: str,
         settings = settings_of(backend, server, tmp_path / "cache")
         retriever = memoised(make_retriever())
         started = time.monotonic()
-        answer = inspect_query(make_queries(1)[0].query, 3, retriever, settings)
+        answer = inspect_query(make_queries(1)[0].query, 3, retriever, settings).to_json()
         took = time.monotonic() - started
     assert took < BUDGET_S + SLACK_S, f"{fault} on {backend} took {took:.1f} s"
     assert answer["rtp"]["hits"], "RtP answers whatever the LLM does"

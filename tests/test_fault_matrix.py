@@ -125,7 +125,7 @@ def check_mode(mode: Mode, settings: Settings, tmp_path: Path) -> None:
     [query] = make_queries(1)[:1]
 
     # The Inspector's and `python -m core query`'s path: RtP answers, the failure is shown.
-    answer = inspect_query(query.query, 3, retriever, settings)
+    answer = inspect_query(query.query, 3, retriever, settings).to_json()
     assert [h["api_name"] for h in answer["rtp"]["hits"]], "RtP must answer whatever the LLM does"
     assert answer["ptr"]["stub_fallback"] and mode.reason in answer["ptr"]["stub_error"]
     assert mode.reason in answer["rtp"]["plan"]["parse_error"]
@@ -163,7 +163,7 @@ def test_stub_cap_is_said(settings_for) -> None:
     server = ModeServer(chat(PLAN_OK))
     server.enqueue(chat(many_stubs(40)))
     settings = settings_for(server)
-    answer = inspect_query(make_queries(1)[0].query, 3, make_retriever(), settings, archs="ptr")
+    answer = inspect_query(make_queries(1)[0].query, 3, make_retriever(), settings, archs="ptr").to_json()
     assert len(answer["ptr"]["stubs"]) == 10
     assert answer["ptr"]["stub_capped"] == "stub cap: kept the first 10 of 40 stubs"
 
@@ -175,7 +175,7 @@ def test_a_key_echoed_in_a_successful_reply_reaches_nothing(settings_for, tmp_pa
     settings = settings_for(server)
     retriever = memoised(make_retriever())
     query = make_queries(1)[0]
-    assert KEY not in json.dumps(inspect_query(query.query, 3, retriever, settings))
+    assert KEY not in json.dumps(inspect_query(query.query, 3, retriever, settings).to_json())
     url = f"sqlite:///{tmp_path / 'results.sqlite'}"
     run_main(Store(url), retriever, agents_factory(settings, retriever), [query], runs=1, k=3, concurrency=1)
     for file in tmp_path.rglob("*"):

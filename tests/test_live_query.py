@@ -71,12 +71,15 @@ def test_stages_come_in_order_on_the_callers_thread_and_match_inspect_query() ->
     again = StreamingWriter()
     again.shown.set()
     whole = inspect_query(QUERY, 3, retriever, Settings.from_env(env={}), agents=Agents(again, FakePlanner()))
-    assert list(result) == list(whole)
+    assert type(result) is type(whole) and list(result.to_json()) == list(whole.to_json())
     for arch in ("rtp", "ptr", "hybrid"):
-        assert result[arch]["hits"] == whole[arch]["hits"]
+        assert result.get(arch).hits == whole.get(arch).hits
     for arch in ("rtp", "ptr"):
-        assert {**result[arch]["plan"], "latency_s": 0} == {**whole[arch]["plan"], "latency_s": 0}
-    assert result["ptr"]["stubs"] == whole["ptr"]["stubs"]
+        assert {**result.get(arch).plan, "latency_s": 0} == {**whole.get(arch).plan, "latency_s": 0}
+    assert result.writing.stubs == whole.writing.stubs
+    # Each plan stage carries its architecture's block with the plan, as the page draws it.
+    assert [s.data.plan for s, _ in stages if s.name.endswith("_plan")] == [result.get("ptr").plan,
+                                                                           result.get("rtp").plan]
 
 
 def test_a_reply_that_comes_whole_still_shows_each_stubs_hits() -> None:
@@ -92,4 +95,4 @@ def test_an_llm_that_cannot_run_leaves_rtp_complete() -> None:
     settings = Settings.from_env(env={"LLM_BACKEND": "gemini"})  # no key on this machine
     result = live_query(QUERY, 3, make_retriever(), settings, stages.append)
     assert [s.name for s in stages] == ["rtp", "llm_error"]
-    assert "GEMINI_API_KEY" in result["llm_error"] and len(result["rtp"]["hits"]) == 3
+    assert "GEMINI_API_KEY" in result.llm_error and len(result.get("rtp").hits) == 3

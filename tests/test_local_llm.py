@@ -55,7 +55,7 @@ def test_stubs_and_both_plans_parse_end_to_end(local_settings: Settings, full_re
     assert agents.stub_writer.model == "gemma-3-270m-q4_k_m"
     assert agents.stub_writer.prompt_version == STYLES["completion"].discovery_version
     for query in QUERIES:
-        out = inspect_query(query, 5, full_retriever, local_settings, use_cache=False, agents=agents)
+        out = inspect_query(query, 5, full_retriever, local_settings, use_cache=False, agents=agents).to_json()
         ptr = out["ptr"]
         assert not ptr["stub_fallback"] and 1 <= len(ptr["stubs"]) <= 3, ptr["stub_error"]
         assert ptr["backend_label"] == "local gemma-3-270m-q4_k_m"

@@ -18,7 +18,9 @@ from core.analysis.report import build_report, render_text
 from core.analysis.paper import load_paper
 from core.analysis.reader import PER_QUERY_COLUMNS, ResultsReader
 from core.settings import PROJECT_ROOT
-from tests.helpers import divergence_columns, main_columns, run_study, trajectory_columns
+from core.study.query_result import QueryOutcome
+from core.study.run_means import RUN_MEANS
+from tests.helpers import run_means, run_means_both_ways, run_study
 
 SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid", "router",
             "cost", "backends", "model_size", "distractors"}
@@ -79,9 +81,11 @@ def test_table_columns_the_pages_use(study_url: str) -> None:
     assert reader.main_table(gold="relevant")["rtp_mean"].notna().all()
 
 
-def test_query_detail_is_shaped_like_inspect_query(study_url: str) -> None:
+def test_query_detail_is_the_type_inspect_query_returns(study_url: str) -> None:
     reader = ResultsReader(study_url)
-    detail = reader.query_detail("G2_instruction", 106)
+    stored = reader.query_detail("G2_instruction", 106)
+    assert isinstance(stored, QueryOutcome) and stored.get("rtp").latency_s is None  # batched: no time per query
+    detail = stored.to_json()
     assert detail["k"] == 5 and set(detail) >= {"rtp", "ptr", "provenance"}
     hit = detail["rtp"]["hits"][0]
     assert set(hit) >= {"rank", "tool_name", "api_name", "category", "score", "gold", "gold_relevant"}
@@ -93,10 +97,11 @@ def test_query_detail_is_shaped_like_inspect_query(study_url: str) -> None:
     assert ptr["backend_label"] == "fake fake-llm-1" and ptr["usage"]["total_tokens"] == 46
     assert {"top1_score", "search_width", "recall", "precision"} <= set(ptr)
     assert detail["provenance"]["registry_name"] == "small" and detail["provenance"]["git_commit"] == "abc123"
+    assert {"rtp_overlap", "same_as_rtp"} <= set(ptr) and "recall_relevant" in ptr and "stub_latency_s" in ptr
     swept = reader.query_detail("G2_instruction", 106, k=1)
-    assert len(swept["rtp"]["hits"]) == 1 and swept["rtp"]["plan"] is None and swept["ptr"]["stubs"]
+    assert len(swept.get("rtp").hits) == 1 and swept.get("rtp").plan is None and swept.writing.stubs
     assert reader.query_detail("G2_instruction", 9999) is None and reader.query_detail("G2_instruction", 106, k=7) is None
-    json.dumps(detail)
+    assert QueryOutcome.from_json(json.loads(json.dumps(detail))) == stored  # the JSON keeps everything
 
 
 def per_query_rows(url: str, kind: str) -> pd.DataFrame:
@@ -108,26 +113,32 @@ def per_query_rows(url: str, kind: str) -> pd.DataFrame:
             "WHERE r.kind = ? AND r.status = 'complete' AND q.error IS NULL", conn, params=(kind,))
 
 
+def test_every_declared_run_mean_is_the_same_in_sql_and_in_python(study_url: str) -> None:
+    """Each mean core.study.run_means declares, for every run of the test study: the reader's SQL and the
+    declaration's Python over the stored rows give the same bits (tests/test_stores_agree.py covers every
+    branch of each, on both stores)."""
+    differ, defined = run_means_both_ways(study_url)
+    assert not differ, "\n".join(differ)
+    assert defined >= set(RUN_MEANS), f"never defined on the test study: {sorted(set(RUN_MEANS) - defined)}"
+
+
 def test_sql_run_means_match_the_pandas_analyses(study_url: str) -> None:
-    """The reader averages per run in SQL; the pure analyses on per-query rows must give the same tables."""
+    """The reader averages per run in SQL; the pure analyses over the declared means in Python give the same tables."""
     reader = ResultsReader(study_url)
     for gold in ("api_list", "relevant"):
         main = per_query_rows(study_url, "main")
-        main = main.assign(**{c: main[c].astype(float) for c in ("plan_pass_api_list", "plan_pass_relevant")})
-        expected = A.main_table(A.run_means(main, main_columns(gold)), gold)
+        expected = A.main_table(run_means(main, [A.metric_column(m, gold) for m in A.MAIN_METRICS]), gold)
         pd.testing.assert_frame_equal(reader.main_table(gold), expected, check_dtype=False)
         sweep = per_query_rows(study_url, "ksweep")
         cols = [f"recall_{gold}", f"precision_{gold}"]
-        expected = A.ksweep_table(A.run_means(sweep, cols, ("subset", "arch", "k")), gold)
+        expected = A.ksweep_table(run_means(sweep, cols, ("subset", "arch", "k")), gold)
         pd.testing.assert_frame_equal(reader.ksweep(gold), expected, check_dtype=False)
-        scaling = divergence_columns(per_query_rows(study_url, "scaling").assign(
-            same_as_rtp=lambda d: d["same_as_rtp"].map({1: True, 0: False})))
-        per_seed = A.run_means(scaling, [*cols, "not_identical", "disjoint"],
-                               ("subset", "arch", "k", "sub_size", "sub_seed"))
+        per_seed = run_means(per_query_rows(study_url, "scaling"), [*cols, "not_identical", "disjoint"],
+                             ("subset", "arch", "k", "sub_size", "sub_seed"))
         pd.testing.assert_frame_equal(reader.scaling(gold).drop(columns="gold_share"),
                                       A.scaling_table(per_seed, gold), check_dtype=False)
         main["plan_matched"] = main["plan_matched"].map(lambda m: json.loads(m) if m else None)
-        per_run = A.run_means(trajectory_columns(main, gold), list(A.TRAJECTORY_MEASURES.values()))
+        per_run = run_means(main, list(A.TRAJECTORY_MEASURES.values()), gold=gold)
         expected = A.trajectory(per_run, A.planner_jaccard(main))
         pd.testing.assert_frame_equal(reader.trajectory(gold), expected, check_dtype=False)
 

@@ -18,10 +18,12 @@ import pytest
 
 from core.analysis.reader import ResultsReader
 from core.cli.main import main
+from core.data.toolbench import GOLD_DEFINITIONS
 from core.settings import PROJECT_ROOT, Settings
 from core.study.db_copy import copy_runs
+from core.study.run_means import RUN_MEANS, trajectory_means
 from core.study.store import TRUNCATED, RunSpec, Store
-from tests.helpers import SCRUBBED, write_data
+from tests.helpers import SCRUBBED, run_means_both_ways, write_data
 from tests.stores import STORES, PostgresServer, query
 from ui.resources import db_version
 
@@ -222,3 +224,35 @@ def test_run_means_are_exact(db_url: str) -> None:
     means = ResultsReader(db_url).main_table().set_index("metric")
     assert means.loc["recall", "rtp_mean"] == means.loc["recall", "ptr_mean"] == 0.1
     assert means.loc["precision", "rtp_mean"] == 0.7
+
+
+def declared_measures_row(rng: random.Random, run_id: int, i: int) -> dict:
+    """A row whose every column the run means read is drawn from values that reach each branch of their
+    declarations: NULLs, a plan or none, misses (recall 0) with and without APIs named or a refusal."""
+    planned = rng.random() < 0.8
+    plan = {"plan_steps": rng.choice((0, 1, 3)), "plan_apis_named": rng.choice((0, 1, 2)),
+            "plan_refusal": rng.random() < 0.3, "plan_parse_error": rng.random() < 0.2,
+            "plan_fidelity": rng.choice((None, 0.0, 1 / 3, 0.5, 1.0)),
+            "plan_selection_rate": rng.choice((0.0, 0.25, 2 / 3)),
+            "plan_pass_api_list": rng.random() < 0.5, "plan_pass_relevant": rng.random() < 0.5} if planned else {}
+    recall = {f"recall_{gold}": rng.choice((None, 0.0, 0.0, 0.1, 1 / 3, 0.5, 1.0)) for gold in GOLD_DEFINITIONS}
+    precision = {f"precision_{gold}": rng.choice((0.0, 0.2, 0.4, 1.0)) for gold in GOLD_DEFINITIONS}
+    return row(run_id, i, **recall, **precision,
+               **{f"hit_{gold}": float(bool(recall[f"recall_{gold}"])) for gold in GOLD_DEFINITIONS},
+               same_as_rtp=rng.choice((None, True, False)), rtp_overlap=rng.choice((None, 0, 2, 5)), **plan)
+
+
+def test_every_declared_run_mean_is_the_same_bits_in_sql_and_in_python(db_url: str) -> None:
+    """Every branch of each mean core.study.run_means declares: the reader's SQL on this store and the
+    declaration's Python over the same rows give the same bits (or both none)."""
+    rng = random.Random(24)
+    store = Store(db_url)
+    for arch in ("rtp", "ptr"):
+        run_id = store.start_run(spec(arch=arch), 60, "c")
+        store.add_results([declared_measures_row(rng, run_id, i) for i in range(60)])
+        store.finish_run(run_id)
+    store.close()
+    differ, defined = run_means_both_ways(db_url)
+    assert not differ, "\n".join(differ)
+    declared = {name for gold in GOLD_DEFINITIONS for name in {**RUN_MEANS, **trajectory_means(gold)}}
+    assert defined == declared, f"never defined: {sorted(declared - defined)}"

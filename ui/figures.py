@@ -12,18 +12,19 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.archs import ARCH_LIST, ARCHS, PAPER_ARCHS
 from core.data.toolbench import subset_order
 from core.analysis.paper import PAPER_LABEL
 from ui.safe import plot_text
 
-ARCH_COLORS = {"rtp": "#1f77b4", "ptr": "#d62728", "hybrid": "#9467bd"}
-ARCH_NAMES = {"rtp": "RtP", "ptr": "PtR", "hybrid": "Hybrid"}
+ARCH_COLORS = {a.name: a.colour for a in ARCH_LIST}
+ARCH_NAMES = {a.name: a.legend for a in ARCH_LIST}
 OUTCOME_COLORS = {"rtp_wins": ARCH_COLORS["rtp"], "ptr_wins": ARCH_COLORS["ptr"], "tie": "#7f7f7f",
                   "both_miss": "#bcbd22"}
 OUTCOME_NAMES = {"rtp_wins": "RtP wins", "ptr_wins": "PtR wins", "tie": "tie", "both_miss": "both miss"}
 MAP_MARKERS = {"query": ("star", 18, "#111111"), "stub": ("diamond", 13, "#ff7f0e"),
-               "rtp": ("circle-open", 14, ARCH_COLORS["rtp"]), "ptr": ("square-open", 14, ARCH_COLORS["ptr"])}
-MAP_NAMES = {"query": "query", "stub": "PtR stub", "rtp": "RtP hit", "ptr": "PtR hit"}
+               **{a.name: (a.map_marker, 14, a.colour) for a in ARCH_LIST if a.map_marker}}
+MAP_NAMES = {"query": "query", "stub": "PtR stub", **{a.name: f"{a.label} hit" for a in ARCH_LIST if a.map_marker}}
 
 
 def _layout(fig: go.Figure, title: str, height: int = 420, legend_below: bool = False) -> go.Figure:
@@ -71,14 +72,14 @@ def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k
     order = subset_order(ours["subset"])
     ours = ours.set_index("subset").loc[order].reset_index()
     fig = go.Figure()
-    for arch in ("rtp", "ptr"):
+    for arch in PAPER_ARCHS:
         fig.add_trace(go.Scatter(
             x=ours["subset"], y=ours[f"{arch}_mean"], name=ours_name(arch, system), mode="lines+markers",
             marker={"color": ARCH_COLORS[arch], "size": 10}, line={"color": ARCH_COLORS[arch], "width": 3},
             error_y={"type": "data", "array": ours[f"{arch}_std"].fillna(0.0), "visible": True},
             hovertemplate="%{x}<br>" + ARCH_NAMES[arch] + " %{y:.3f} ± %{error_y.array:.3f}<extra></extra>"))
     theirs = paper[(paper["metric"] == metric) & paper["subset"].isin(order)] if len(paper) else paper
-    for arch in ("rtp", "ptr"):
+    for arch in PAPER_ARCHS:
         points = theirs[theirs["arch"] == arch] if len(theirs) else theirs
         if len(points):
             points = points.set_index("subset").loc[[s for s in order if s in set(points["subset"])]].reset_index()
@@ -112,7 +113,7 @@ def crossover_backends(board: pd.DataFrame, metric: str = "recall", k: int = 5) 
     order = subset_order(board["subset"])
     fig = go.Figure()
     for i, system in enumerate(dict.fromkeys(board["system"])):
-        for arch in ("rtp", "ptr", "hybrid"):
+        for arch in ARCHS:
             part = board[(board["system"] == system) & (board["arch"] == arch)].dropna(subset=[metric])
             if part.empty:
                 continue
@@ -143,7 +144,7 @@ def ksweep(df: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", system
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=order, shared_yaxes=True)
     for i, subset in enumerate(order):
         r, c = divmod(i, cols)
-        for arch in ("rtp", "ptr"):
+        for arch in PAPER_ARCHS:
             part = df[(df["subset"] == subset) & (df["arch"] == arch)].sort_values("k")
             if len(part):
                 fig.add_trace(go.Scatter(
@@ -188,7 +189,7 @@ def scaling(df: pd.DataFrame, paper_divergence: pd.DataFrame) -> go.Figure:
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
     for i, subset in enumerate(order):
         dash = dashes[i % len(dashes)]
-        for arch in ("rtp", "ptr"):
+        for arch in PAPER_ARCHS:
             part = df[(df["subset"] == subset) & (df["arch"] == arch)].sort_values("size")
             if len(part):
                 fig.add_trace(go.Scatter(
@@ -236,7 +237,7 @@ def distractor_scale(real: pd.DataFrame, far: pd.DataFrame, paper_divergence: pd
     for i, subset in enumerate(subset_order(synthetic["subset"])):
         mine = far[far["subset"] == subset]
         ours = real[(real["subset"] == subset) & (real["size"] <= real_size)] if len(real) else real
-        for arch in ("rtp", "ptr"):
+        for arch in PAPER_ARCHS:
             for part, kind, symbol, line_dash in (
                     (ours[ours["arch"] == arch] if len(ours) else ours, "real sub-registries", "circle", dashes[i % 3]),
                     (mine[mine["arch"] == arch], "real + synthetic distractors", "circle-open", "dot")):
@@ -461,7 +462,7 @@ def hybrid_bars(table: pd.DataFrame, k: int = 5) -> go.Figure:
     subsets = [*subset_order(table.loc[table["subset"] != "all", "subset"]), "all"]
     frame = table.set_index("subset").reindex([s for s in subsets if s in set(table["subset"])])
     fig = go.Figure()
-    for arch in ("rtp", "ptr", "hybrid"):
+    for arch in ARCHS:
         error = frame["hybrid_recall_std"] if arch == "hybrid" else None
         fig.add_trace(go.Bar(x=frame.index, y=frame[f"{arch}_recall"], name=ARCH_NAMES[arch],
                              marker_color=ARCH_COLORS[arch],

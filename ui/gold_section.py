@@ -6,15 +6,16 @@ import streamlit as st
 
 from core.data.toolbench import Query
 from core.retrieval.discovery import Retriever
-from core.study.gold_trace import TRACE_DEPTH, topk_diff
-from ui.inspector_view import (ARCHS, both_golds_frame, diff_lists, keys_of, metrics_frame, trace_frame)
+from core.study.gold_trace import TRACE_DEPTH, TRACED_ARCHS, topk_diff
+from core.study.query_result import QueryOutcome
+from ui.inspector_view import both_golds_frame, diff_lists, metrics_frame, trace_frame
 from ui.resources import gold_traces
 from ui.safe import md
 
 _NUMBER = st.column_config.NumberColumn(format="%.3f")
 
 
-def metrics_table(result: dict, gold: frozenset, k: int, gold_def: str) -> None:
+def metrics_table(result: QueryOutcome, gold: frozenset, k: int, gold_def: str) -> None:
     st.markdown(f"**Per-query metrics** at k = {k} (gold = {gold_def})")
     frame = metrics_frame(result, gold, k)
     st.dataframe(frame, hide_index=True, width="stretch",
@@ -28,9 +29,9 @@ def _in_top_k(value: object, k: int) -> str:
     return "background-color: rgba(46, 160, 67, 0.25)" if str(value).isdigit() and int(str(value)) <= k else ""
 
 
-def trace_table(text: str, result: dict, gold: frozenset, k: int, retriever: Retriever) -> None:
-    archs = tuple(a for a in ARCHS if isinstance(result.get(a), dict))
-    traces = gold_traces(text, result.get("ptr"), gold, retriever)
+def trace_table(text: str, result: QueryOutcome, gold: frozenset, k: int, retriever: Retriever) -> None:
+    archs = tuple(a for a in TRACED_ARCHS if result.get(a) is not None)
+    traces = gold_traces(text, result.writing, gold, retriever)
     frame = trace_frame(traces, k, archs)
     missed = sum(1 for t in traces if not any((t.rank(a) or k + 1) <= k for a in archs))
     st.markdown(f"**Why each gold API was found or missed**: {missed} of {len(traces)} appear in no top {k}. "
@@ -45,17 +46,17 @@ def trace_table(text: str, result: dict, gold: frozenset, k: int, retriever: Ret
                "described query rarely lands near it.")
 
 
-def diff_columns(result: dict) -> None:
-    if not (isinstance(result.get("rtp"), dict) and isinstance(result.get("ptr"), dict)):
+def diff_columns(result: QueryOutcome) -> None:
+    rtp, ptr = result.get("rtp"), result.get("ptr")
+    if rtp is None or ptr is None:
         return
     st.markdown("**The two top-k lists compared**")
-    for column, (title, names) in zip(st.columns(3), diff_lists(topk_diff(keys_of(result["rtp"]),
-                                                                           keys_of(result["ptr"]))).items()):
+    for column, (title, names) in zip(st.columns(3), diff_lists(topk_diff(rtp.keys, ptr.keys)).items()):
         column.markdown(f"*{title}*")
         column.text("\n".join(names) or "–")
 
 
-def gold_section(text: str, result: dict, query: Query | None, gold_def: str, k: int,
+def gold_section(text: str, result: QueryOutcome, query: Query | None, gold_def: str, k: int,
                  retriever: Retriever | None) -> None:
     """For a benchmark query: metrics, both gold sets, and the miss explanation (when the index is loaded);
     the top-k diff for any query."""

@@ -13,7 +13,7 @@ import streamlit as st
 from core.data.toolbench import ApiKey
 from core.study import metrics
 from core.study.live import Stage
-from ui.inspector_view import with_gold
+from core.study.query_result import ArchResult, QueryOutcome
 from ui.safe import md
 from ui.widgets import arch_column, hybrid_section
 
@@ -39,8 +39,8 @@ class LiveColumns:
     k: int
     gold: Collection[ApiKey] | None
     model: str
-    on_rtp: Callable[[dict], None] | None = None  # what else the page draws from RtP's column alone
-    result: dict = field(default_factory=dict)
+    on_rtp: Callable[[ArchResult], None] | None = None  # what else the page draws from RtP's column alone
+    result: QueryOutcome = field(init=False)  # what has arrived, without gold marks (added when drawn)
     seconds: dict[str, float] = field(default_factory=dict)
     stubs: list[dict] = field(default_factory=list)
     _stub_area: Any = None
@@ -48,15 +48,16 @@ class LiveColumns:
     _drawn_at: float = 0.0
 
     def __post_init__(self) -> None:
-        self.result.setdefault("k", self.k)
+        self.result = QueryOutcome(self.k)
 
     def emit(self, stage: Stage) -> None:
         """Draws one stage (core.study.live.live_query's `emit`)."""
         name = stage.name
         if name in STAGE_NAMES:
             self.seconds[name] = stage.seconds
+        if isinstance(stage.data, ArchResult):
+            self.result = self.result.with_block(stage.data)
         if name == "rtp":
-            self.result["rtp"] = stage.data
             self._draw_rtp()
             if self.on_rtp is not None:
                 self.on_rtp(stage.data)
@@ -69,12 +70,9 @@ class LiveColumns:
             self.seconds.setdefault("first_stub", stage.seconds)
             self._draw_stub(stage)
         elif name == "ptr":
-            self.result["ptr"] = stage.data
             self._draw_ptr()
         elif name == "hybrid":
-            self.result["hybrid"] = stage.data
-            with self.hybrid_box.container():
-                hybrid_section(with_gold({"hybrid": stage.data}, self.gold)["hybrid"], self.lookup, self.k)
+            self._draw_hybrid()
         elif name == "ptr_plan":
             self._draw_ptr()
         elif name == "rtp_plan":
@@ -84,13 +82,21 @@ class LiveColumns:
                 arch_column("ptr", None, self.lookup, self.k, failure=f"{self.model} cannot run: {stage.data}")
         self.times_box.caption(f"Live, stage by stage ({md(self.model, 80)}): {stage_line(self.seconds)}")
 
+    def _marked(self, arch: str) -> ArchResult | None:
+        block = self.result.get(arch)
+        return None if block is None else block.with_gold(self.gold, self.k)
+
     def _draw_rtp(self) -> None:
         with self.rtp_box.container():
-            arch_column("rtp", with_gold(self.result, self.gold)["rtp"], self.lookup, self.k)
+            arch_column("rtp", self._marked("rtp"), self.lookup, self.k)
 
     def _draw_ptr(self) -> None:
         with self.ptr_box.container():
-            arch_column("ptr", with_gold(self.result, self.gold)["ptr"], self.lookup, self.k)
+            arch_column("ptr", self._marked("ptr"), self.lookup, self.k)
+
+    def _draw_hybrid(self) -> None:
+        with self.hybrid_box.container():
+            hybrid_section(self._marked("hybrid"), self.lookup, self.k)
 
     def _start_ptr(self) -> None:
         with self.ptr_box.container():
@@ -113,20 +119,20 @@ class LiveColumns:
                         f"  its own top hits → {found or 'none'}")
 
 
-def replay(columns: LiveColumns, result: dict, seconds: dict[str, float], failure: str | None = None) -> None:
+def replay(columns: LiveColumns, result: QueryOutcome, seconds: dict[str, float], failure: str | None = None) -> None:
     """A finished live result drawn at once (a rerun of the page, the cache): the same columns, the same times."""
-    columns.result, columns.seconds = {"k": columns.k, **result}, dict(seconds)
+    columns.result, columns.seconds = result, dict(seconds)
     columns._draw_rtp()
-    if columns.on_rtp is not None and result.get("rtp"):
-        columns.on_rtp(result["rtp"])
+    rtp = result.get("rtp")
+    if columns.on_rtp is not None and rtp is not None:
+        columns.on_rtp(rtp)
     if result.get("ptr") is not None:
         columns._draw_ptr()
     else:
         with columns.ptr_box.container():
             arch_column("ptr", None, columns.lookup, columns.k,
-                        failure=failure or (f"{columns.model} cannot run: {result['llm_error']}"
-                                            if result.get("llm_error") else None))
-    if result.get("hybrid"):
-        with columns.hybrid_box.container():
-            hybrid_section(with_gold({"hybrid": result["hybrid"]}, columns.gold)["hybrid"], columns.lookup, columns.k)
+                        failure=failure or (f"{columns.model} cannot run: {result.llm_error}"
+                                            if result.llm_error else None))
+    if result.get("hybrid") is not None:
+        columns._draw_hybrid()
     columns.times_box.caption(f"Live ({md(columns.model, 80)}), when each stage was done: {stage_line(seconds)}")

@@ -15,7 +15,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from core.archs import ARCH_LIST
 from core.retrieval.discovery import Retriever, Stub
+from core.study.query_result import QueryOutcome, StubWriting
 from core.study.single_query import inspect_query
 from core.data.loaders import registry_for
 from core.data.registry import UNKNOWN_CATEGORY
@@ -107,26 +109,26 @@ def db_version(settings: Settings) -> float | tuple[int, ...]:
 class _Uncached(Exception):
     """Carries a result out of the cached function without caching it."""
 
-    def __init__(self, result: dict) -> None:
+    def __init__(self, result: QueryOutcome) -> None:
         super().__init__("not cached")
         self.result = result
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
 def _inspect(text: str, k: int, archs: str, plans: bool | None, index_key: tuple, backend: str, model: str,
-             _retriever: Retriever, _settings: Settings) -> dict:
+             _retriever: Retriever, _settings: Settings) -> QueryOutcome:
     result = inspect_query(text, k, _retriever, _settings, archs=archs, plans=plans)
-    if result.get("llm_error"):  # e.g. the model is not installed yet: ask again on the next run
+    if result.llm_error:  # e.g. the model is not installed yet: ask again on the next run
         raise _Uncached(result)
     return result
 
 
 def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, archs: str = "all",
-                 plans: bool | None = None) -> dict:
+                 plans: bool | None = None) -> QueryOutcome:
     """inspect_query, cached per (text, k, index, backend) so reruns of the page are instant.
 
     QueryError (empty or oversized text) propagates for the page to show; gold marks are applied
-    by the caller (ui.inspector_view.with_gold), so the gold choice is not part of the cache key.
+    by the caller (QueryOutcome.with_gold), so the gold choice is not part of the cache key.
     """
     index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
     try:
@@ -158,11 +160,11 @@ def _traces(query: str, stubs: tuple[Stub, ...], hybrid_stubs: tuple[Stub, ...],
     return trace_gold(query, stubs, gold, _retriever, hybrid_stubs=hybrid_stubs)
 
 
-def gold_traces(query: str, ptr_block: dict | None, gold: frozenset, retriever: Retriever) -> list[GoldTrace]:
+def gold_traces(query: str, writing: StubWriting | None, gold: frozenset, retriever: Retriever) -> list[GoldTrace]:
     """trace_gold for one shown result, cached per (query, stubs, gold, index): PtR's stubs as stored or
     written (none when PtR did not run), and the hybrid's as the studies use them (none after a fallback)."""
-    stubs = tuple(Stub(s["name"], s.get("reasoning") or "") for s in (ptr_block or {}).get("stubs") or [])
-    hybrid_stubs = () if (ptr_block or {}).get("stub_fallback") else stubs
+    stubs = writing.stubs if writing is not None else ()
+    hybrid_stubs = () if writing is not None and writing.fallback else stubs
     index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
     return _traces(query, stubs, hybrid_stubs, tuple(sorted(gold)), index_key, retriever)
 
@@ -185,19 +187,20 @@ def registry_map(retriever: Retriever, sample: int = MAP_SAMPLE) -> tuple[Projec
     return _map(index_key, retriever, sample)
 
 
-def map_overlay(result: dict, retriever: Retriever, projection: Projection) -> pd.DataFrame:
-    """[x, y, kind, label] for a query, PtR's stubs (as embedded) and both architectures' hits."""
-    items: list[tuple[str, str]] = [("query", result["query"])]
-    items += [("stub", Stub(s["name"], s.get("reasoning") or "").text())
-              for s in (result.get("ptr") or {}).get("stubs") or []]
+def map_overlay(result: QueryOutcome, retriever: Retriever, projection: Projection) -> pd.DataFrame:
+    """[x, y, kind, label] for a query, PtR's stubs (as embedded) and the hits of each architecture the map
+    draws (core.archs: a map marker)."""
+    items: list[tuple[str, str]] = [("query", result.query or "")]
+    items += [("stub", s.text()) for s in (result.writing.stubs if result.writing is not None else ())]
     vectors = [retriever.encode([text for _, text in items])]
     labels = [(kind, f"{kind}: {text}") for kind, text in items]
-    for arch in ("rtp", "ptr"):
-        hits = (result.get(arch) or {}).get("hits") or []
+    for arch in (a.name for a in ARCH_LIST if a.map_marker):
+        block = result.get(arch)
+        hits = block.hits if block is not None else ()
         if hits:
-            vectors.append(retriever.vectors_of([(h["tool_name"], h["api_name"]) for h in hits]))
-            labels += [(arch, f"{arch.upper()} #{h['rank']} {h['tool_name'].strip()}/{h['api_name'].strip()} "
-                              f"({h['score']:.3f})") for h in hits]
+            vectors.append(retriever.vectors_of([h.key for h in hits]))
+            labels += [(arch, f"{arch.upper()} #{h.rank} {h.tool_name.strip()}/{h.api_name.strip()} ({h.score:.3f})")
+                       for h in hits]
     xy = projection.apply(np.vstack(vectors))
     return pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "kind": [k for k, _ in labels], "label": [t for _, t in labels]})
 

@@ -6,6 +6,7 @@ import math
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+from core.archs import ARCH_LIST, ARCHS, PAPER_ARCHS, arch
 from core.data.toolbench import subset_order
 
 
@@ -27,6 +28,7 @@ def fmt_mean_std(mean: object, std: object) -> str:
 
 
 METRIC_ORDER = ("recall", "precision")
+PAPER_LABELS = {a: arch(a).label for a in PAPER_ARCHS}  # the paper's two architectures, as the tables name them
 
 
 def metric_rank(metric: str) -> tuple[int, str]:
@@ -36,14 +38,14 @@ def metric_rank(metric: str) -> tuple[int, str]:
 
 def main_table_display(df: pd.DataFrame) -> pd.DataFrame:
     """ResultsReader.main_table -> one readable row per (subset, metric), in the study's subset order."""
-    columns = ["subset", "metric", "RtP", "PtR", "p-value", "test", "better", "queries", "runs"]
+    columns = ["subset", "metric", *PAPER_LABELS.values(), "p-value", "test", "better", "queries", "runs"]
     if df.empty:
         return pd.DataFrame(columns=columns)
     df = df_sorted(df)
     return pd.DataFrame({
         "subset": df["subset"], "metric": df["metric"],
-        "RtP": [fmt_mean_std(m, s) for m, s in zip(df["rtp_mean"], df["rtp_std"])],
-        "PtR": [fmt_mean_std(m, s) for m, s in zip(df["ptr_mean"], df["ptr_std"])],
+        **{label: [fmt_mean_std(m, s) for m, s in zip(df[f"{a}_mean"], df[f"{a}_std"])]
+           for a, label in PAPER_LABELS.items()},
         "p-value": [fmt_p(p) for p in df["p_value"]], "test": df["test"].fillna(""),
         "better": df["better"].fillna(""), "queries": df["n_queries"], "runs": df["runs"],
     }).reset_index(drop=True)
@@ -54,7 +56,7 @@ def main_table_styler(df: pd.DataFrame) -> Styler:
     display = main_table_display(df)
 
     def bold(row: pd.Series) -> list[str]:
-        side = {"rtp": "RtP", "ptr": "PtR"}.get(str(row["better"]).lower())
+        side = PAPER_LABELS.get(str(row["better"]).lower())
         return ["font-weight: bold" if col == side else "" for col in row.index]
 
     return display.style.apply(bold, axis=1)
@@ -62,15 +64,15 @@ def main_table_styler(df: pd.DataFrame) -> Styler:
 
 def paper_table(points: pd.DataFrame) -> pd.DataFrame:
     """ui.paper.main_points -> [subset, metric, RtP, PtR, p-value] as the paper reports them."""
-    columns = ["subset", "metric", "RtP", "PtR", "p-value"]
+    columns = ["subset", "metric", *PAPER_LABELS.values(), "p-value"]
     if points.empty:
         return pd.DataFrame(columns=columns)
     rows = []
     for (subset, metric), part in points.groupby(["subset", "metric"], sort=False):
         by_arch = {r.arch: r for r in part.itertuples()}
         rows.append({"subset": subset, "metric": metric,
-                     "RtP": fmt_mean_std(by_arch["rtp"].mean, by_arch["rtp"].std) if "rtp" in by_arch else "–",
-                     "PtR": fmt_mean_std(by_arch["ptr"].mean, by_arch["ptr"].std) if "ptr" in by_arch else "–",
+                     **{label: fmt_mean_std(by_arch[a].mean, by_arch[a].std) if a in by_arch else "–"
+                        for a, label in PAPER_LABELS.items()},
                      "p-value": part["p_value"].iloc[0] or "–"})
     return pd.DataFrame(rows, columns=columns)
 
@@ -138,8 +140,8 @@ def fmt_ci(low: object, high: object) -> str:
 
 PAPER_SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
 MEAN_COLUMN = "mean G1/G2/G3"
-ARCH_ORDER = {"rtp": 0, "ptr": 1, "hybrid": 2}
-ARCH_LABELS = {"rtp": "RtP", "ptr": "PtR", "hybrid": "hybrid (beyond the paper)"}
+ARCH_ORDER = {name: i for i, name in enumerate(ARCHS)}
+ARCH_LABELS = {a.name: a.table_label for a in ARCH_LIST}
 
 
 def leaderboard_view(board: pd.DataFrame, metric: str) -> pd.DataFrame:

@@ -12,21 +12,22 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
-from core.retrieval.discovery import QUERY_LABEL, Retriever
+from core.retrieval.discovery import QUERY_LABEL, Hit, Retriever
 from core.data.loaders import registry_for
 from core.retrieval.assemble import shipped_index_ready
 from core.agents.llm.local_model import installed_models
+from core.archs import arch
 from core.backends import OFFLINE_LABEL
 from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
 from core.data.toolbench import Api, ApiKey
 from core.study.dburl import open_error, shown
-from core.study.gold_trace import ARCH_NAMES
+from core.study.query_result import ArchResult
 from ui.safe import md
 from ui.tables import export_json, with_provenance
 from ui.index_job import IndexJob, index_job
 from ui.resources import results
-from ui.inspector_view import ARCH_TITLES, latency_text, ran_out_of_time, stub_hits, total_tokens
+from ui.inspector_view import latency_text, ran_out_of_time
 
 T = TypeVar("T")
 
@@ -188,13 +189,13 @@ def describe(registry: Registry | None) -> Callable[[ApiKey], Api | None]:
     return (lambda key: registry.get(key)) if registry is not None else (lambda key: None)
 
 
-def hit_list(hits: list[dict], lookup: Callable[[ApiKey], Api | None]) -> None:
-    """Ranked hits: rank, name, score, category, gold mark; the description in an expander."""
-    for hit in hits:
-        api = lookup((hit["tool_name"], hit["api_name"]))
-        name = f"{hit['tool_name'].strip()}/{hit['api_name'].strip()}"
-        gold = hit.get("gold") is True
-        label = (f"{hit['rank']}\\. {md(name, 80)} · {hit['score']:.3f} · {md(hit.get('category') or '-', 40)}"
+def hit_list(hits: Sequence[tuple[Hit, bool | None]], lookup: Callable[[ApiKey], Api | None]) -> None:
+    """Ranked hits, each with its gold flag (ArchResult.marked_hits): rank, name, score, category, gold mark; the
+    description in an expander."""
+    for hit, gold in hits:
+        api = lookup(hit.key)
+        name = f"{hit.tool_name.strip()}/{hit.api_name.strip()}"
+        label = (f"{hit.rank}\\. {md(name, 80)} · {hit.score:.3f} · {md(hit.category or '-', 40)}"
                  + (f" · {GOLD_BADGE}" if gold else ""))
         with st.expander(label, icon=":material/check_circle:" if gold else None):
             if api is None:
@@ -203,10 +204,10 @@ def hit_list(hits: list[dict], lookup: Callable[[ApiKey], Api | None]) -> None:
                 st.text(api.description)
             else:
                 st.caption("No description: ToolBench knows this API by name only.")
-            if hit.get("stub") == QUERY_LABEL:
+            if hit.stub == QUERY_LABEL:
                 st.caption("found by the raw query")
-            elif hit.get("stub"):
-                st.caption(f"found by stub {md(hit['stub'], 80)}")
+            elif hit.stub:
+                st.caption(f"found by stub {md(hit.stub, 80)}")
 
 
 def _fmt(value: object, digits: int = 3) -> str:
@@ -233,58 +234,61 @@ def plan_view(plan: dict | None, stage: str = "The planner") -> None:
                f"{plan.get('apis_named', len(selected))} APIs named")
 
 
-def score_line(block: dict, k: int, tail: str) -> str:
+def score_line(block: ArchResult, k: int, tail: str) -> str:
     """One architecture's numbers: recall@k and precision@k when gold is known (a benchmark query), top-1
     cosine, then `tail`."""
-    numbers = [f"top-1 cosine **{_fmt(block.get('top1_score'))}**", tail]
-    if "precision" in block:
-        numbers.insert(0, f"recall@{k} **{_fmt(block.get('recall'), 2)}** · precision@{k} "
-                          f"**{_fmt(block.get('precision'), 2)}**")
+    numbers = [f"top-1 cosine **{_fmt(block.top1_score)}**", tail]
+    if block.gold is not None:
+        numbers.insert(0, f"recall@{k} **{_fmt(block.gold.recall, 2)}** · precision@{k} "
+                          f"**{_fmt(block.gold.precision, 2)}**")
     return " · ".join(numbers)
 
 
-def arch_column(arch: str, block: dict | None, lookup: Callable[[ApiKey], Api | None], k: int,
-                failure: str | None = None, stored: bool = False) -> None:
+def arch_column(name: str, block: ArchResult | None, lookup: Callable[[ApiKey], Api | None], k: int,
+                failure: str | None = None) -> None:
     """One architecture's column of the Inspector."""
-    st.subheader(ARCH_TITLES[arch])
+    declared = arch(name)
+    st.subheader(declared.title)
     if block is None:
         error(failure or "This architecture produced no result.")
         return
-    st.markdown(score_line(block, k, f"{total_tokens(block):,} tokens · {latency_text(block, stored)}"))
-    if arch == "ptr":
-        if block.get("stub_fallback"):
-            timed_out = ran_out_of_time("PtR's stub writing", block.get("stub_error"))
-            st.warning(f"{md(timed_out, 300)}; PtR fell back to the raw query as its only stub." if timed_out else
-                       "Stub writing failed; PtR fell back to the raw query as its only stub"
-                       + (f": {md(block.get('stub_error'), 300)}" if block.get("stub_error") else "."))
-        if block.get("stub_capped"):
-            st.warning(f"A cap was hit: {md(block['stub_capped'], 120)} (each stub is one more search).")
-        groups = stub_hits(block)
-        st.markdown(f"**{len(groups)} stub{'' if len(groups) == 1 else 's'}** ({md(block.get('backend_label') or '?', 60)}) · "
-                    f"{block.get('search_width', 0)} candidates before the top-{k} cut")
+    st.markdown(score_line(block, k, f"{block.total_tokens:,} tokens · {latency_text(block)}"))
+    writing = block.writing
+    if writing is not None:
+        if writing.fallback:
+            timed_out = ran_out_of_time(f"{declared.label}'s stub writing", writing.error)
+            st.warning(f"{md(timed_out, 300)}; {declared.label} fell back to the raw query as its only stub."
+                       if timed_out else
+                       f"Stub writing failed; {declared.label} fell back to the raw query as its only stub"
+                       + (f": {md(writing.error, 300)}" if writing.error else "."))
+        if writing.capped:
+            st.warning(f"A cap was hit: {md(writing.capped, 120)} (each stub is one more search).")
+        groups = block.stub_hits()
+        st.markdown(f"**{len(groups)} stub{'' if len(groups) == 1 else 's'}** ({md(block.backend_label or '?', 60)}) · "
+                    f"{block.search_width} candidates before the top-{k} cut")
         for stub, found in groups:
-            found_text = ", ".join(f"#{h['rank']} {md(h['tool_name'].strip() + '/' + h['api_name'].strip(), 60)}"
+            found_text = ", ".join(f"#{h.rank} {md(h.tool_name.strip() + '/' + h.api_name.strip(), 60)}"
                                    for h in found) or "no hit in the final top-k"
-            reasoning = f": {md(stub.get('reasoning'), 200)}" if stub.get("reasoning") else ""
-            st.markdown(f"- **{md(stub.get('name'), 80)}**{reasoning}  \n  → {found_text}")
-    st.markdown(f"**Top {len(block.get('hits') or [])} APIs**")
-    hit_list(block.get("hits") or [], lookup)
-    plan_view(block.get("plan"), f"{ARCH_NAMES[arch]}'s planner")
+            reasoning = f": {md(stub.reasoning, 200)}" if stub.reasoning else ""
+            st.markdown(f"- **{md(stub.name, 80)}**{reasoning}  \n  → {found_text}")
+    st.markdown(f"**Top {len(block.hits)} APIs**")
+    hit_list(block.marked_hits(), lookup)
+    plan_view(block.plan, f"{declared.label}'s planner")
     if failure:
         error(failure)
 
 
-def hybrid_section(block: dict | None, lookup: Callable[[ApiKey], Api | None], k: int) -> None:
+def hybrid_section(block: ArchResult | None, lookup: Callable[[ApiKey], Api | None], k: int) -> None:
     """The hybrid's retrieval under the two columns: no planner runs on it, so hits and scores only."""
-    if not block:
+    if block is None:
         return
     with st.container(border=True):
-        st.subheader(ARCH_TITLES["hybrid"])
-        st.markdown(score_line(block, k, f"{block.get('search_width', 0)} candidates before the top-{k} cut"))
+        st.subheader(arch(block.arch).title)
+        st.markdown(score_line(block, k, f"{block.search_width} candidates before the top-{k} cut"))
         st.caption("PtR's stubs and the query itself are searched, and each API keeps its best similarity: "
                    "RtP's whole-query match survives when stub writing drops a brand name. No extra LLM call; "
                    "Results → Beyond the paper compares it with both architectures.")
-        hit_list(block.get("hits") or [], lookup)
+        hit_list(block.marked_hits(), lookup)
 
 
 def router_verdict(top1: float | None, fit: dict | None) -> None:

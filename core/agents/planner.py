@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from core.retrieval.discovery import Hit, Retriever, clean_query
-from core.agents.llm import LLMClient, Usage, generate_json
+from core.agents.llm import FailureKind, LLMClient, Usage, generate_json
 from core.agents.llm.budget import within_budget
 from core.agents.offline_split import split_subrequests
 from core.backends import OFFLINE_MODEL, backend_label
@@ -46,6 +46,7 @@ class Plan:
     latency_s: float = 0.0
     parse_error: str | None = None
     cached: bool = False
+    failure: FailureKind | None = None  # the parse error is an outage, not the model's own bad answer
 
     @property
     def apis_named(self) -> int:
@@ -167,7 +168,7 @@ class LLMPlanner:
         cached = bool(reply.response and reply.response.cached)
         if reply.obj is None:
             return Plan((), (), (), None, len(hits), self.backend, self.model, self.prompt_version, usage, latency,
-                        parse_error=reply.error, cached=cached)
+                        parse_error=reply.error, cached=cached, failure=reply.failure)
         obj = validate(reply.obj)
         selected = tuple(str(s) for s in obj.get("selected_apis") or [])
         refusal = obj.get("refusal") or None

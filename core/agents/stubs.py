@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.retrieval.discovery import Stub, clean_query
-from core.agents.llm import LLMClient, Usage, generate_json
+from core.agents.llm import FailureKind, LLMClient, Usage, generate_json
+from core.agents.llm.base import usage_json
 from core.agents.llm.budget import within_budget
 from core.agents.offline_split import split_subrequests
 from core.backends import OFFLINE_MODEL, backend_label
@@ -40,6 +41,7 @@ class StubOutcome:
     error: str | None = None
     cached: bool = False
     capped: str | None = None  # which cap cut the reply (stub_cap_note)
+    failure: FailureKind | None = None  # the fallback is an outage, not the model's own bad answer
 
     @property
     def label(self) -> str:
@@ -51,11 +53,6 @@ class StubOutcome:
                 "prompt_version": self.prompt_version, "stub_fallback": self.fallback, "error": self.error,
                 "usage": usage_json(self.usage), "latency_s": round(self.latency_s, 4), "cached": self.cached,
                 "capped": self.capped}
-
-
-def usage_json(usage: Usage) -> dict:
-    return {"prompt_tokens": usage.prompt_tokens, "output_tokens": usage.output_tokens,
-            "thoughts_tokens": usage.thoughts_tokens, "total_tokens": usage.total}
 
 
 class StubWriter(Protocol):
@@ -101,7 +98,8 @@ class LLMStubWriter:
         cached = bool(reply.response and reply.response.cached)
         if reply.obj is None:
             return StubOutcome((Stub(text),), self.backend, self.model, self.prompt_version, reply.usage,
-                               reply.latency_s, fallback=True, error=reply.error, cached=cached)
+                               reply.latency_s, fallback=True, error=reply.error, cached=cached,
+                               failure=reply.failure)
         stubs = validate_stubs(reply.obj)
         return StubOutcome(tuple(Stub(s["name"], s["reasoning"]) for s in stubs[:MAX_STUBS]), self.backend,
                            self.model, self.prompt_version, reply.usage, reply.latency_s, cached=cached,

@@ -7,15 +7,17 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from core.archs import PAPER_ARCHS
+
 SINGLE, MULTI = ("G1_instruction",), ("G2_instruction", "G3_instruction")
 SHORT = {"G1_instruction": "G1", "G2_instruction": "G2", "G3_instruction": "G3"}
 
 
 def differences(board: pd.DataFrame, system: str, metric: str = "recall") -> dict[str, float]:
     """PtR - RtP `metric` per instruction subset for one system of a leaderboard (core.analysis.report)."""
-    part = board[(board["system"] == system) & board["arch"].isin(["rtp", "ptr"])]
+    part = board[(board["system"] == system) & board["arch"].isin(PAPER_ARCHS)]
     wide = part.pivot_table(index="subset", columns="arch", values=metric, aggfunc="first")
-    if not {"rtp", "ptr"} <= set(wide.columns):
+    if not set(PAPER_ARCHS) <= set(wide.columns):
         return {}
     return {s: float(wide.at[s, "ptr"] - wide.at[s, "rtp"]) for s in (*SINGLE, *MULTI)
             if s in wide.index and not math.isnan(wide.at[s, "ptr"] - wide.at[s, "rtp"])}

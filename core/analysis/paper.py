@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from core.analysis.tables import LEADERBOARD_COLUMNS
+from core.archs import PAPER_ARCHS
 from core.settings import PROJECT_ROOT
 
 PAPER_SUBSET = {"G1": "G1_instruction", "G2": "G2_instruction", "G3": "G3_instruction"}
@@ -51,7 +52,7 @@ def main_points(paper: dict, llm: str = PAPER_LLM) -> pd.DataFrame:
         if group not in PAPER_SUBSET or not isinstance(block, dict):
             continue
         p_values = block.get("p_values", {})
-        for arch in ("rtp", "ptr"):
+        for arch in PAPER_ARCHS:
             for metric, value in block.get(arch, {}).items():
                 mean, std = _mean_std(value)
                 if mean is not None:
@@ -133,7 +134,7 @@ def leaderboard_rows(paper: dict) -> pd.DataFrame:
     names = {ours: theirs for theirs, ours in PAPER_SUBSET.items()}
     rows = []
     for subset, group in _groups(paper):
-        for arch in ("rtp", "ptr"):
+        for arch in PAPER_ARCHS:
             recall, _ = _mean_std(group.get(arch, {}).get("recall"))
             precision, _ = _mean_std(group.get(arch, {}).get("precision"))
             rows.append({"system": PAPER_SYSTEM, "arch": arch, "subset": subset,

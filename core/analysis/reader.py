@@ -27,15 +27,14 @@ latest complete run counts.
   both_miss), rtp_top1, n_stubs, stub_names (", "-joined), stub_fallback, diverging. Recall and
   precision are means over runs; rtp_top1 and the stub columns are run 0's. k other than the main
   k comes from the k sweep.
-- `query_detail(subset, query_id, k=5) -> dict | None`: run 0's stored outputs shaped like
-  `core.study.single_query.inspect_query` ({"k", "subset", "query_id", "rtp": {hits [rank, tool_name,
-  api_name, category, score, gold (api_list), gold_relevant, stub?], top1_score, search_width,
-  recall, precision, recall_relevant, precision_relevant, plan, plan_pass, plan_pass_relevant},
-  "ptr": {same + stubs [{name, reasoning, top1?}], stub_fallback, stub_error, usage,
-  backend_label}, "provenance": {...}}); None when not stored. `plan` is None for k-sweep rows
-  (the planner runs in the main study only). When the stub writer failed, PtR searched with the
-  raw query; that stub (and the hits' `stub`) is stored as core.study.rows.FALLBACK_STUB, since the
-  store never holds query texts: show the query from the data directory instead.
+- `query_detail(subset, query_id, k=5) -> QueryOutcome | None`: run 0's stored outputs as the type
+  `core.study.single_query.inspect_query` returns (core.study.query_result), with subset, query_id and
+  provenance; each block marked under the default gold (api_list) and keeping the store's marks under the
+  others, its plan's pass and no retrieval time (the studies retrieve in batches). None when neither RtP nor
+  PtR is stored. `plan` is None for k-sweep rows (the planner runs in the main study only). When the stub
+  writer failed, PtR searched with the raw query; that stub (and the hits' `stub`) is stored as
+  core.study.rows.FALLBACK_STUB, since the store never holds query texts: show the query from the data
+  directory instead.
 - `ksweep(gold)`: subset, arch, k, recall_mean, recall_std, precision_mean, precision_std, runs,
   n_queries. `scaling(gold)`: subset, size, arch, recall_mean, recall_std,
   divergence_not_identical, divergence_disjoint, precision_mean, precision_std, runs (seeds),
@@ -96,17 +95,19 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Float, Text, and_, case, cast, func, null, select, type_coerce
+from sqlalchemy import Float, Text, case, cast, func, select, type_coerce
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.elements import ColumnElement
 
 from core.analysis.disk_memo import DiskMemo
 from core.analysis.exact_mean import LIMBS, exact_mean, exact_sums
 from core.analysis.provenance import provenance
 from core.analysis import tables as analysis, router
+from core.archs import PAPER_ARCHS
 from core.study.dburl import DatabaseUnavailable, open_error, shown
+from core.study.query_result import ArchResult, QueryOutcome
+from core.study.run_means import RUN_MEANS, RunMean, trajectory_means
 from core.study.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, check_schema, make_engine, sqlite_path, unpack_if_packed
 
 # Which study a page shows when none is chosen, and what a tab does when the chosen one has none of its runs.
@@ -125,7 +126,6 @@ BOOL_COLUMNS = {"same_as_rtp", "plan_pass_api_list", "plan_pass_relevant", "stub
 JSON_COLUMNS = {"hits", "stubs", "plan", "plan_matched"}
 TEXT_COLUMNS = {"subset", "query_uid", "error", "stub_error"}
 GOLD_SCORES = ("recall_api_list", "precision_api_list", "recall_relevant", "precision_relevant")
-FRACTIONS = {*GOLD_SCORES, "plan_fidelity", "plan_selection_rate"}  # per-query values in [0, 1]
 PER_QUERY_SOURCE = ("subset", "query_id", *GOLD_SCORES, "same_as_rtp")
 STUB_SOURCE = ("subset", "query_id", "stub_fallback", "stubs")
 JACCARD_SOURCE = ("subset", "query_id", "plan_matched")
@@ -134,37 +134,6 @@ COST_SOURCE = ("subset", "query_id", "plan_refusal", "stub_prompt_tokens", "stub
                "plan_prompt_tokens", "plan_output_tokens", "plan_thoughts_tokens")
 PER_QUERY_COLUMNS = ["subset", "query_id", "rtp_recall", "ptr_recall", "rtp_precision", "ptr_precision", "recall_diff",
                      "outcome", "rtp_top1", "n_stubs", "stub_names", "stub_fallback", "diverging"]
-
-
-def _as_share(condition: ColumnElement, column: ColumnElement) -> ColumnElement:
-    """1.0 where condition holds, else 0.0, NULL where the column is NULL: averages to a share (PostgreSQL
-    cannot AVG booleans)."""
-    return case((column.is_(None), null()), (condition, 1.0), else_=0.0)
-
-
-# Per-run means the aggregate tables need, as SQL expressions: the SQL twins of analysis.run_means over
-# the per-query columns (tests.helpers holds their pandas twins, and the tests check that they agree).
-# Every store gives the same bits: the means of values in [0, 1] are exact sums (core.analysis.exact_mean),
-# the others (0/1 shares, whole numbers) AVGs of floats, which both stores add exactly.
-RUN_MEANS = {
-    **{c: getattr(QueryResult, c) for c in GOLD_SCORES},
-    "plan_pass_api_list": _as_share(QueryResult.plan_pass_api_list.is_(True), QueryResult.plan_pass_api_list),
-    "plan_pass_relevant": _as_share(QueryResult.plan_pass_relevant.is_(True), QueryResult.plan_pass_relevant),
-    "not_identical": _as_share(QueryResult.same_as_rtp.is_(False), QueryResult.same_as_rtp),
-    "disjoint": _as_share(QueryResult.rtp_overlap == 0, QueryResult.rtp_overlap),
-    **{c: getattr(QueryResult, c) for c in ("plan_fidelity", "plan_selection_rate", "plan_steps", "plan_apis_named")},
-    "refusal": _as_share(QueryResult.plan_refusal.is_(True), QueryResult.plan_refusal),
-    "parse_error": _as_share(QueryResult.plan_parse_error.is_(True), QueryResult.plan_parse_error),
-}
-
-
-def trajectory_means(gold: str) -> dict[str, ColumnElement]:
-    """The planner measures that depend on a miss (retrieval recall 0), in SQL, for one gold definition."""
-    recall, planned = getattr(QueryResult, f"recall_{gold}"), QueryResult.plan_steps.is_not(None)
-    miss = and_(planned, recall == 0)
-    return {"miss": case((~planned, null()), (miss, 1.0), else_=0.0),
-            "wrong_tool": case((miss, case((QueryResult.plan_apis_named > 0, 1.0), else_=0.0)), else_=null()),
-            "refusal_on_miss": case((miss, case((QueryResult.plan_refusal.is_(True), 1.0), else_=0.0)), else_=null())}
 
 
 def _parse_json(values: list[Any]) -> list[Any]:
@@ -186,13 +155,13 @@ def _stub_columns(stubs: Sequence[list | None]) -> dict[str, list]:
     return out
 
 
-def _run_means(values: Sequence[Any], names: Sequence[str]) -> list[float]:
-    """One run's means from its row of `_load_per_run`: LIMBS sums and a count for each of FRACTIONS, one AVG
-    for every other name."""
+def _run_means(values: Sequence[Any], means: Sequence[RunMean]) -> list[float]:
+    """One run's means from its row of `_load_per_run`: LIMBS sums and a count for each fractional mean, one
+    AVG for every other."""
     out: list[float] = []
     i = 0
-    for name in names:
-        if name in FRACTIONS:
+    for mean in means:
+        if mean.fractional:
             out.append(exact_mean(values[i:i + LIMBS], values[i + LIMBS]))
             i += LIMBS + 1
         else:
@@ -413,26 +382,29 @@ class ResultsReader:
         return frame
 
     def _per_run(self, runs: pd.DataFrame, gold: str | None = None) -> pd.DataFrame:
-        """Run means computed in SQL (AVG skips NULL, as the analyses skip undefined values), shaped like
-        analysis.run_means: subset, arch, k, run_index, sub_size, sub_seed, the RUN_MEANS columns (and
-        with `gold`, the trajectory_means columns), n, n_planned (rows with a plan: fewer with a planner sample)."""
+        """Run means computed in SQL (core.study.run_means declares each, in Python too): subset, arch, k,
+        run_index, sub_size, sub_seed, the RUN_MEANS columns (and with `gold`, the trajectory_means columns), n,
+        n_planned (rows with a plan: fewer with a planner sample)."""
         ids = tuple(runs["id"].tolist())
         return self._cached(("per_run", ids, gold), lambda: self._load_per_run(runs, ids, gold))
 
     def _load_per_run(self, runs: pd.DataFrame, ids: tuple, gold: str | None) -> pd.DataFrame:
-        means = {**RUN_MEANS, **(trajectory_means(gold) if gold else {})}
+        means = [*RUN_MEANS.values(), *(trajectory_means(gold).values() if gold else ())]
         engine = self._connect()
         data: list = []
         if engine is not None and ids:
-            parts = [part for name, expr in means.items() for part in
-                     ((*exact_sums(expr), func.count(expr)) if name in FRACTIONS else (func.avg(cast(expr, Float)),))]
+            parts: list = []
+            for mean in means:
+                expr = mean.sql(QueryResult)
+                parts += [*exact_sums(expr), func.count(expr)] if mean.fractional else [func.avg(cast(expr, Float))]
             query = (select(QueryResult.run_id, func.count(), func.count(QueryResult.plan_refusal), *parts)
                      .where(QueryResult.run_id.in_(ids), QueryResult.error.is_(None)).group_by(QueryResult.run_id))
             with engine.connect() as conn:
                 data = conn.execute(query).all()
+        names = [mean.name for mean in means]
         frame = pd.DataFrame([(run_id, *_run_means(values, means), n, planned) for run_id, n, planned, *values in data],
-                             columns=["run_id", *means, "n", "n_planned"])
-        for name in means:
+                             columns=["run_id", *names, "n", "n_planned"])
+        for name in names:
             frame[name] = frame[name].astype(float)
         meta = runs[["id", "subset", "arch", "k", "run_index", "sub_size", "sub_seed"]].rename(columns={"id": "run_id"})
         return meta.merge(frame, on="run_id", how="inner")
@@ -488,7 +460,7 @@ class ResultsReader:
         return analysis.paired_tests(self.per_query(None, gold, k, backend))
 
     @read_cached
-    def query_detail(self, subset: str, query_id: int, k: int = 5, backend: str | None = None) -> dict | None:
+    def query_detail(self, subset: str, query_id: int, k: int = 5, backend: str | None = None) -> QueryOutcome | None:
         if k == self._main_k(backend):  # the main runs, and the hybrid's when it ran on them
             runs = pd.concat([self._selected("main", backend), self._selected("hybrid", backend)])
             runs = runs[(runs["subset"] == subset) & (runs["run_index"] == 0)]
@@ -509,21 +481,23 @@ class ResultsReader:
         by_run = {r.run_id: r for r in found}
         hits_by_arch = {arch: by_run[i].hits for arch, i in zip(widest["arch"], widest["id"])
                         if i in by_run and by_run[i].hits is not None}
-        out: dict[str, Any] = {"k": k, "subset": subset, "query_id": int(query_id)}
+        blocks = []
         for _, run in runs.iterrows():
             row = by_run.get(run["id"])
             if row is None or row.error is not None:
                 continue
             hits = row.hits if row.hits is not None else (hits_by_arch.get(run["arch"]) or [])[:k]
-            out[run["arch"]] = _detail_block(row, run, hits)
-        if "rtp" not in out and "ptr" not in out:
+            blocks.append(ArchResult.stored(row, run, hits))
+        if not any(b.arch in PAPER_ARCHS for b in blocks):
             return None
         first = runs.iloc[0]
-        out["provenance"] = {**{c: _plain(first[c]) for c in (
+        out = QueryOutcome(k, subset=subset, query_id=int(query_id), provenance={**{c: _plain(first[c]) for c in (
             "kind", "registry_name", "registry_size", "registry_hash", "embedding_model", "llm_backend", "llm_model",
             "backend_label", "discovery_prompt_version", "planner_prompt_version", "git_commit")},
             "run_ids": {a: int(i) for a, i in zip(runs["arch"], runs["id"])},
-            "started_at": _iso(runs["started_at"].min()), "finished_at": _iso(runs["finished_at"].max())}
+            "started_at": _iso(runs["started_at"].min()), "finished_at": _iso(runs["finished_at"].max())})
+        for block in blocks:
+            out = out.with_block(block)
         return out
 
     @read_cached
@@ -774,32 +748,6 @@ def of_system(runs: pd.DataFrame, system: str | None) -> pd.DataFrame:
     backend, _, model = system.partition(":")
     mask = runs["llm_backend"] == backend
     return runs[mask & (runs["llm_model"] == model)] if model else runs[mask]
-
-
-def _detail_block(row: QueryResult, run: pd.Series, hits: list[dict[str, Any]]) -> dict[str, Any]:
-    block: dict[str, Any] = {
-        "hits": hits, "top1_score": row.top1_score, "search_width": row.search_width,
-        "recall": row.recall_api_list, "precision": row.precision_api_list,
-        "recall_relevant": row.recall_relevant, "precision_relevant": row.precision_relevant,
-        "plan": None, "plan_pass": row.plan_pass_api_list, "plan_pass_relevant": row.plan_pass_relevant,
-        "backend_label": run["backend_label"]}
-    if row.plan is not None:
-        usage = _usage(row.plan_prompt_tokens, row.plan_output_tokens, row.plan_thoughts_tokens)
-        block["plan"] = {**row.plan, "matched": row.plan_matched, "fidelity": row.plan_fidelity,
-                         "selection_rate": row.plan_selection_rate, "apis_named": row.plan_apis_named,
-                         "usage": usage, "latency_s": row.plan_latency_s, "backend": run["llm_backend"],
-                         "model": run["llm_model"], "prompt_version": run["planner_prompt_version"],
-                         "backend_label": run["backend_label"]}
-    if run["arch"] == "ptr":
-        block.update(stubs=row.stubs or [], stub_fallback=row.stub_fallback, stub_error=row.stub_error,
-                     usage=_usage(row.stub_prompt_tokens, row.stub_output_tokens, row.stub_thoughts_tokens),
-                     stub_latency_s=row.stub_latency_s, rtp_overlap=row.rtp_overlap, same_as_rtp=row.same_as_rtp)
-    return block
-
-
-def _usage(prompt: int | None, output: int | None, thoughts: int | None) -> dict[str, int]:
-    p, o, t = int(prompt or 0), int(output or 0), int(thoughts or 0)
-    return {"prompt_tokens": p, "output_tokens": o, "thoughts_tokens": t, "total_tokens": p + o + t}
 
 
 def _plain(value: Any) -> Any:

@@ -19,13 +19,9 @@ from core.analysis.tables import DISTRACTOR_NOTE, HYBRID_NOTE, PAIRED_TESTS, PAS
 from core.analysis.provenance import plans_text
 from core.analysis.reader import ResultsReader
 from core.analysis.router import ROUTER_NOTE
-from core.data.toolbench import subset_order
+from core.archs import ARCHS
+from core.data.toolbench import gold_definition, subset_order
 from core.study import catalog
-
-GOLD_NOTES = {
-    "api_list": "gold = api_list (the APIs each query was generated from, ~5-7 per query; closest to the paper's)",
-    "relevant": "gold = relevant (ToolBench's relevant APIs, ~2-3 per query; not the paper's definition)",
-}
 
 
 def _clean(value: Any) -> Any:
@@ -65,7 +61,7 @@ def leaderboard_wide(board: pd.DataFrame) -> pd.DataFrame:
     wide = wide[columns]
     wide.columns = [f"{subset} {metric}" for metric, subset in columns]
     systems = list(dict.fromkeys(board["system"]))
-    archs = {"rtp": 0, "ptr": 1, "hybrid": 2}
+    archs = {name: i for i, name in enumerate(ARCHS)}
     wide = wide.reset_index()
     return wide.sort_values(["system", "arch"], key=lambda col: col.map(
         {s: i for i, s in enumerate(systems)} if col.name == "system" else archs)).reset_index(drop=True)
@@ -175,8 +171,7 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
     """Every section of every declared study for the latest complete runs, study by study in the catalog's
     order; `paper` defaults to data/paper_reference.json; `queries` (texts by (subset, query_id)) feed the copy
     rate, which is left out without them."""
-    if gold not in GOLD_NOTES:
-        raise ValueError(f"gold must be one of {', '.join(GOLD_NOTES)}")
+    gold_note = gold_definition(gold).note  # ValueError naming the definitions
     paper = paper_figures.load_paper() if paper is None else paper
     setup = reader.setup(backend)
     failed = reader.status().get("failed_rows", 0)
@@ -186,7 +181,7 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
     sections = {name: (SECTIONS[name] if name in SECTIONS else _study_section(study))(reader, gold, backend, paper,
                                                                                      queries or {})
                 for study in catalog.STUDIES for name in study.sections}
-    return {"gold": gold, "gold_note": GOLD_NOTES[gold], "pass_rate_note": PASS_RATE_DEFINITION,
+    return {"gold": gold, "gold_note": gold_note, "pass_rate_note": PASS_RATE_DEFINITION,
             "setup": _clean(setup), "status": _clean(reader.status()), "paper_setup": paper.get("setup"),
             "sections": sections}
 

@@ -9,11 +9,11 @@ sub_size and sub_seed.
 
 Conventions, stated once: every metric is averaged over queries within a run first, then over
 runs (mean and sample std, ddof=1; one run gives std 0). The aggregate tables (main_table,
-ksweep_table, scaling_table, divergence, trajectory) therefore take per-run means: `run_means`
-computes them from per-query rows, and the read API computes the same in SQL (AVG over non-NULL
-values; tests check the two agree). Undefined per-query values (recall with an empty gold set,
-fidelity of an empty selection) are skipped. "pass_rate_proxy" is the proxy defined in
-`PASS_RATE_DEFINITION` below, never ToolBench's judged pass rate.
+ksweep_table, scaling_table, divergence, trajectory) therefore take per-run means, each declared
+once in `core.study.run_means` (its per-query value in Python and in SQL) and computed by the read
+API in SQL. Undefined per-query values (recall with an empty gold set, fidelity of an empty
+selection) are skipped. "pass_rate_proxy" is the proxy defined in `PASS_RATE_DEFINITION` below,
+never ToolBench's judged pass rate.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import pandas as pd
 
 from core.analysis.provenance import PROVENANCE_FIELDS
 from core.study.stats import bootstrap_ci, summarise
-from core.data.toolbench import subset_order
+from core.data.toolbench import gold_definition, subset_order
 
 EPS = 1e-12
 OUTCOMES = ("rtp_wins", "ptr_wins", "tie", "both_miss")
@@ -51,7 +51,7 @@ class TestResult:
 def metric_column(metric: str, gold: str) -> str:
     """The per-query column behind a metric name under one gold definition."""
     name = "plan_pass" if metric == "pass_rate_proxy" else metric
-    return f"{name}_{gold}"
+    return gold_definition(gold).column(name)
 
 
 def compare_to_constant(sample: Sequence[float], constant: float) -> TestResult:
@@ -89,20 +89,6 @@ def better(rtp: float, ptr: float) -> str:
     if math.isnan(rtp) or math.isnan(ptr) or abs(rtp - ptr) < EPS:
         return "tie"
     return "rtp" if rtp > ptr else "ptr"
-
-
-def run_means(df: pd.DataFrame, columns: Sequence[str], by: Sequence[str] = ("subset", "arch")) -> pd.DataFrame:
-    """Mean of per-query columns per run, NaN skipped, in one groupby: by + run_index + columns + n."""
-    keys = [*by, "run_index"]
-    if df.empty:
-        return pd.DataFrame(columns=[*keys, *columns, "n"])
-    frame = df[keys].copy()
-    for col in columns:
-        frame[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
-    grouped = frame.groupby(keys, sort=True)
-    out = grouped[list(columns)].mean()
-    out["n"] = grouped.size()
-    return out.reset_index()
 
 
 def over_runs(per_run: pd.DataFrame, columns: Sequence[str], by: Sequence[str]) -> pd.DataFrame:
@@ -181,8 +167,8 @@ def per_query(df: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
                "outcome", "diverging"]
     if df.empty:
         return pd.DataFrame(columns=columns)
-    frame = df.assign(recall=pd.to_numeric(df[f"recall_{gold}"], errors="coerce").astype(float),
-                      precision=pd.to_numeric(df[f"precision_{gold}"], errors="coerce").astype(float))
+    frame = df.assign(recall=pd.to_numeric(df[metric_column("recall", gold)], errors="coerce").astype(float),
+                      precision=pd.to_numeric(df[metric_column("precision", gold)], errors="coerce").astype(float))
     agg = frame.groupby(["subset", "query_id", "arch"])[["recall", "precision"]].mean().unstack("arch")
     if ("recall", "rtp") not in agg.columns or ("recall", "ptr") not in agg.columns:
         return pd.DataFrame(columns=columns)
@@ -221,7 +207,7 @@ def win_counts(pq: pd.DataFrame) -> pd.DataFrame:
 
 def divergence(per_run: pd.DataFrame, by: Sequence[str] = ("subset",)) -> pd.DataFrame:
     """Tool-selection divergence: share of queries whose PtR top-k set is not identical to RtP's,
-    and share whose sets are disjoint; per run (or seed) means of the per-query divergence (reader.RUN_MEANS), over runs."""
+    and share whose sets are disjoint; per run (or seed) means of the per-query divergence (run_means.RUN_MEANS), over runs."""
     by = list(by)
     columns = [*by, "not_identical", "not_identical_std", "disjoint", "disjoint_std", "runs"]
     ptr = per_run[(per_run["arch"] == "ptr") & per_run["not_identical"].notna()] if not per_run.empty else per_run
@@ -238,7 +224,7 @@ def jaccard(a: frozenset, b: frozenset) -> float:
     return len(a & b) / len(union) if union else math.nan
 
 
-# Trajectory table column -> per-run mean column (reader.RUN_MEANS and trajectory_means compute them in SQL).
+# Trajectory table column -> per-run mean column (declared in core.study.run_means).
 TRAJECTORY_MEASURES = {"fidelity": "plan_fidelity", "selection_rate": "plan_selection_rate", "steps": "plan_steps",
                        "apis_named": "plan_apis_named", "refusal_rate": "refusal", "parse_error_rate": "parse_error",
                        "complete_miss_rate": "miss", "wrong_tool_rate": "wrong_tool",
@@ -246,7 +232,7 @@ TRAJECTORY_MEASURES = {"fidelity": "plan_fidelity", "selection_rate": "plan_sele
 
 
 def trajectory(per_run: pd.DataFrame, jaccard_by_subset: dict[str, float]) -> pd.DataFrame:
-    """Per subset and architecture: planner behaviour, run means of the per-query planner measures (reader.trajectory_means) over runs.
+    """Per subset and architecture: planner behaviour, run means of the per-query planner measures (run_means.trajectory_means) over runs.
 
     wrong_tool_rate: among queries whose retrieval recall is 0 (a complete miss), the share where the
     planner still selected something. refusal_on_miss: the share that refused. planner_jaccard (same
@@ -396,7 +382,7 @@ def routing_savings(cost_table: pd.DataFrame, to_rtp: tuple[str, ...] = ("G1",))
 
 def sweep_table(per_run: pd.DataFrame, gold: str, by: Sequence[str]) -> pd.DataFrame:
     """Recall and precision mean±std over runs (k sweep) or seeds (scaling), grouped by `by`."""
-    cols = {f"recall_{gold}": "recall", f"precision_{gold}": "precision"}
+    cols = {metric_column(metric, gold): metric for metric in ("recall", "precision")}
     table = over_runs(per_run, list(cols), by)
     table = table.rename(columns={f"{c}_{s}": f"{name}_{s}" for c, name in cols.items() for s in ("mean", "std")})
     return table[[*by, "recall_mean", "recall_std", "precision_mean", "precision_std", "runs", "n_queries"]]
@@ -490,8 +476,8 @@ def hybrid_table(pq: pd.DataFrame, hybrid_rows: pd.DataFrame, gold: str = "api_l
 
     if pq.empty or hybrid_rows.empty:
         return pd.DataFrame(columns=HYBRID_COLUMNS)
-    rows = hybrid_rows.assign(recall=pd.to_numeric(hybrid_rows[f"recall_{gold}"], errors="coerce").astype(float),
-                              precision=pd.to_numeric(hybrid_rows[f"precision_{gold}"], errors="coerce").astype(float))
+    rows = hybrid_rows.assign(recall=pd.to_numeric(hybrid_rows[metric_column("recall", gold)], errors="coerce").astype(float),
+                              precision=pd.to_numeric(hybrid_rows[metric_column("precision", gold)], errors="coerce").astype(float))
     per_query_hybrid = rows.groupby(["subset", "query_id"])[["recall", "precision"]].mean().reset_index()
     merged = pq.merge(per_query_hybrid, on=["subset", "query_id"], how="inner").dropna(subset=["recall"])
     kept = rows.merge(merged[["subset", "query_id"]], on=["subset", "query_id"])  # rows of the compared queries
@@ -527,8 +513,8 @@ def hybrid_per_query(hybrid_rows: pd.DataFrame, gold: str) -> pd.DataFrame:
     """[subset, query_id, hybrid_recall, hybrid_precision]: each query's mean over the hybrid's runs."""
     if hybrid_rows.empty:
         return pd.DataFrame(columns=["subset", "query_id", "hybrid_recall", "hybrid_precision"])
-    rows = hybrid_rows.assign(hybrid_recall=pd.to_numeric(hybrid_rows[f"recall_{gold}"], errors="coerce").astype(float),
-                              hybrid_precision=pd.to_numeric(hybrid_rows[f"precision_{gold}"],
+    rows = hybrid_rows.assign(hybrid_recall=pd.to_numeric(hybrid_rows[metric_column("recall", gold)], errors="coerce").astype(float),
+                              hybrid_precision=pd.to_numeric(hybrid_rows[metric_column("precision", gold)],
                                                              errors="coerce").astype(float))
     return rows.groupby(["subset", "query_id"])[["hybrid_recall", "hybrid_precision"]].mean().reset_index()
 

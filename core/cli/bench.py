@@ -17,7 +17,7 @@ import time
 
 from core.backends import BACKENDS
 from core.cli.common import add_common, k_value, k_values, validate_results_url
-from core.data.toolbench import PAPER_SUBSETS
+from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, PAPER_SUBSETS
 from core.settings import Settings
 from core.study import catalog
 from core.study.catalog import Param, Study, parse_subsets, within
@@ -144,7 +144,7 @@ def register(subparsers: argparse._SubParsersAction, handlers: dict) -> None:
                               description="Tables of the latest complete runs (main with p-values, k sweep, scaling, "
                                           "divergence, trajectory, stubs, search width, cost) beside "
                                           "data/paper_reference.json.")
-    r.add_argument("--gold", choices=("api_list", "relevant"), default="api_list",
+    r.add_argument("--gold", choices=GOLD_DEFINITIONS, default=DEFAULT_GOLD.name,
                    help="gold definition: api_list (default; the paper's) or relevant (ToolBench's)")
     r.add_argument("--backend", dest="report_backend", choices=BACKENDS,
                    help="report this backend's latest study (default: the latest of any)")

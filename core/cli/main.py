@@ -12,12 +12,13 @@ import sys
 import time
 from collections.abc import Sequence
 
+from core.archs import ARCHS, PAPER_ARCHS
 from core.cli.bench import register as register_bench
 from core.cli.index_scale import register as register_index_scale
 from core.cli.db import register as register_db
 from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_value, k_values, notice, retriever_for,
                              settings_for)
-from core.data.toolbench import SUBSETS
+from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, SUBSETS
 from core.progress import progress_callback
 from core.retrieval.discovery import QueryError, clean_query
 from core.settings import DataNotFoundError, Settings, check_cache_dir, redact
@@ -62,31 +63,33 @@ def write_index_artifact(settings: Settings, rebuild: bool) -> int:
 
 
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
+    from core.study.query_result import QueryOutcome
     from core.study.single_query import inspect_query
     from core.study.store import without_nul
 
     clean_query(args.text)  # refuse bad input before loading anything
     retriever, _ = retriever_for(settings)
     # The LLM's texts as the store would hold them (NUL characters dropped), in the JSON and the lines alike.
-    result = without_nul(inspect_query(args.text, args.k, retriever, settings, archs=args.arch,
-                                       use_cache=not args.no_cache))
-    if result.get("llm_error"):  # RtP still answers; the LLM half says why it could not run
-        print(f"LLM unavailable: {redact(result['llm_error'], settings.secrets())}", file=sys.stderr)
+    answer = without_nul(inspect_query(args.text, args.k, retriever, settings, archs=args.arch,
+                                       use_cache=not args.no_cache).to_json())
+    if answer.get("llm_error"):  # RtP still answers; the LLM half says why it could not run
+        print(f"LLM unavailable: {redact(answer['llm_error'], settings.secrets())}", file=sys.stderr)
     if args.json:
-        print(json.dumps(result, ensure_ascii=False))
+        print(json.dumps(answer, ensure_ascii=False))
         return 0
-    for arch in ("rtp", "ptr"):
-        if arch not in result:
+    result = QueryOutcome.from_json(answer)
+    for arch in PAPER_ARCHS:
+        block = result.get(arch)
+        if block is None:
             continue
-        block = result[arch]
-        print(f"== {arch.upper()} (top-1 cosine {block['top1_score']:.3f})")
-        for stub in block.get("stubs", []):
-            print(f"   stub {stub['name']}: {stub['reasoning']}")
-        for hit in block["hits"]:
-            via = f"  <- {hit['stub']}" if hit.get("stub") else ""
-            print(f"{hit['rank']:>3}. {hit['score']:.3f}  {hit['tool_name'].strip()}/{hit['api_name'].strip()}"
-                  f"  [{hit['category'] or '-'}]{via}")
-        plan = block.get("plan")
+        print(f"== {arch.upper()} (top-1 cosine {block.top1_score:.3f})")
+        for stub in block.writing.stubs if block.writing is not None else ():
+            print(f"   stub {stub.name}: {stub.reasoning}")
+        for hit in block.hits:
+            via = f"  <- {hit.stub}" if hit.stub else ""
+            print(f"{hit.rank:>3}. {hit.score:.3f}  {hit.tool_name.strip()}/{hit.api_name.strip()}"
+                  f"  [{hit.category or '-'}]{via}")
+        plan = block.plan
         if plan:
             print(f"   plan ({plan['backend_label']}): selected {plan['selected_apis']}"
                   + (f", refusal: {plan['refusal']}" if plan.get("refusal") else "")
@@ -227,17 +230,17 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p = sub.add_parser("query", help="run one query through RtP and/or PtR",
                        description="Retrieve the top-k APIs for one query; with --arch all, also PtR's stubs and both plans.")
     p.add_argument("text", help="the user's request, in quotes")
-    p.add_argument("--arch", choices=("rtp", "ptr", "all"), default="rtp")
+    p.add_argument("--arch", choices=(*PAPER_ARCHS, "all"), default="rtp")
     p.add_argument("--k", type=k_value, default=5, help="APIs to retrieve (default 5, at most MAX_K = 100)")
     add_common(p, backend=True)
     handlers["query"] = cmd_query
 
     p = sub.add_parser("eval", help="recall/precision@k of one architecture on one subset",
                        description="Score an architecture on a ToolBench test subset; one JSON object per k.")
-    p.add_argument("--arch", choices=("rtp", "ptr", "hybrid"), default="rtp",
+    p.add_argument("--arch", choices=ARCHS, default="rtp",
                    help="hybrid: PtR's stubs plus the raw query, merged by best similarity (beyond the paper)")
     p.add_argument("--subset", default="G1_instruction", help=f"one of {', '.join(SUBSETS)}")
-    p.add_argument("--gold", choices=("api_list", "relevant"), default="api_list",
+    p.add_argument("--gold", choices=GOLD_DEFINITIONS, default=DEFAULT_GOLD.name,
                    help="gold definition: api_list (default; reproduces the paper) or relevant (ToolBench's)")
     p.add_argument("--k", type=k_values, default=[5], help="k or a comma list, e.g. 1,3,5,10,20 (each at most 100)")
     add_common(p, backend=True)

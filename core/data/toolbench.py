@@ -1,4 +1,4 @@
-"""Loaders for ToolBench data: the compact JSONL files and the official download layout.
+"""Loaders for ToolBench data (the compact JSONL files and the official download layout), and the gold definitions.
 
 Names are kept byte-for-byte (some tool names start with a space): gold matching depends on it.
 """
@@ -16,8 +16,50 @@ from core.settings import DataNotFoundError
 ApiKey = tuple[str, str]
 SUBSETS = ("G1_instruction", "G1_category", "G1_tool", "G2_instruction", "G2_category", "G3_instruction")
 PAPER_SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
-# api_list: the APIs a query was generated from (the paper's); relevant: ToolBench's relevant APIs.
-GOLD_DEFINITIONS = ("api_list", "relevant")
+
+
+@dataclass(frozen=True)
+class Gold:
+    """A gold definition: which of a query's API lists counts as right. Scoring, the stored columns, the CLI's
+    `--gold` choices, the sidebar and the report read these declarations, so another one is one more entry in
+    GOLD_LIST (and its columns in the store)."""
+
+    name: str      # in every stored column (recall_api_list), URL (?gold=) and export
+    field: str     # the Query field holding its APIs
+    caption: str   # the sidebar's caption
+    note: str      # how the report states what its numbers use
+
+    def of(self, query: Query) -> frozenset[ApiKey]:
+        return frozenset(getattr(query, self.field))
+
+    def column(self, metric: str) -> str:
+        """The stored per-query column of `metric` (recall, precision, hit, plan_pass) under this gold."""
+        return f"{metric}_{self.name}"
+
+    @property
+    def hit_flag(self) -> str:
+        """The key marking a stored hit (or a stub's top-1) as gold under it: plain "gold" for the default gold,
+        which every hit list reads."""
+        return "gold" if self is DEFAULT_GOLD else self.column("gold")
+
+
+GOLD_LIST = (
+    Gold("api_list", "api_list", "paper-comparable",
+         "gold = api_list (the APIs each query was generated from, ~5-7 per query; closest to the paper's)"),
+    Gold("relevant", "relevant_apis", "ToolBench's",
+         "gold = relevant (ToolBench's relevant APIs, ~2-3 per query; not the paper's definition)"),
+)
+GOLDS_BY_NAME = {g.name: g for g in GOLD_LIST}
+GOLD_DEFINITIONS = tuple(GOLDS_BY_NAME)
+DEFAULT_GOLD = GOLD_LIST[0]  # the paper's: every default, and a stored result's unsuffixed marks
+
+
+def gold_definition(name: str) -> Gold:
+    """The declaration of `name`; ValueError naming the known ones otherwise."""
+    try:
+        return GOLDS_BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"gold definition must be one of {', '.join(GOLDS_BY_NAME)}, not {name!r}") from None
 
 
 def subset_order(subsets: object) -> list[str]:
@@ -37,13 +79,11 @@ class DataUnreadable(DataNotFoundError):
     command that reports missing data reports this too."""
 
 
-@dataclass(frozen=True)
-class Api:
+class NamedApi:
+    """What names an API, registry entry or search hit alike: its key as stored and matched, its display name."""
+
     tool_name: str
     api_name: str
-    category: str = ""
-    description: str = ""
-    doc_source: str = "full"
 
     @property
     def key(self) -> ApiKey:
@@ -52,6 +92,15 @@ class Api:
     @property
     def display_name(self) -> str:
         return display_name(self.tool_name, self.api_name)
+
+
+@dataclass(frozen=True)
+class Api(NamedApi):
+    tool_name: str
+    api_name: str
+    category: str = ""
+    description: str = ""
+    doc_source: str = "full"
 
     @property
     def document(self) -> str:
@@ -70,11 +119,7 @@ class Query:
     solvable: bool = False
 
     def gold(self, definition: str) -> frozenset[ApiKey]:
-        if definition == "relevant":
-            return frozenset(self.relevant_apis)
-        if definition == "api_list":
-            return frozenset(self.api_list)
-        raise ValueError(f"gold definition must be 'relevant' or 'api_list', not {definition!r}")
+        return gold_definition(definition).of(self)
 
     @property
     def uid(self) -> str:

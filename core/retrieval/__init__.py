@@ -1,1 +1,2 @@
-"""Layer 2, retrieval: texts to vectors (MiniLM, numpy or torch), the index, and RtP, PtR's merge and the hybrid."""
+"""Layer 2, retrieval: texts to vectors (MiniLM: ONNX Runtime, else numpy or torch), the index, and RtP, PtR's
+merge and the hybrid."""

@@ -14,14 +14,14 @@ import numpy as np
 
 from core.retrieval.embedding import Encoder
 from core.retrieval.index import VectorIndex
+from core.retrieval.records import Hit, Stub
 from core.data.registry import Registry
-from core.data.toolbench import ApiKey, display_name
+from core.data.toolbench import ApiKey
 
 MAX_QUERY_CHARS = 100_000
 MAX_K = 100  # APIs per search: the study needs 20; 47k hits were 21 MB of JSON and took minutes to score
 UNDECODABLE = "\ufffd"  # what a URL or a lenient decoder puts where a byte was not UTF-8
 QUERY_LABEL = "(query)"  # the hybrid's extra search: the raw query, as RtP embeds it
-STUB_TEXT_MODES = ("name_reasoning", "name")
 
 
 class QueryError(ValueError):
@@ -73,44 +73,6 @@ def check_k(k: int) -> int:
     if not 1 <= k <= MAX_K:
         raise QueryError(f"k must be from 1 to {MAX_K} (MAX_K), not {k}")
     return k
-
-
-@dataclass(frozen=True)
-class Hit:
-    tool_name: str
-    api_name: str
-    category: str
-    score: float
-    rank: int
-    stub: str | None = None
-
-    @property
-    def key(self) -> ApiKey:
-        return (self.tool_name, self.api_name)
-
-    @property
-    def display_name(self) -> str:
-        return display_name(self.tool_name, self.api_name)
-
-    def to_json(self) -> dict:
-        out = {"rank": self.rank, "tool_name": self.tool_name, "api_name": self.api_name,
-               "category": self.category, "score": round(self.score, 6)}
-        if self.stub is not None:
-            out["stub"] = self.stub
-        return out
-
-
-@dataclass(frozen=True)
-class Stub:
-    """A hypothesised tool: the function name an LLM (or the offline heuristic) expects to exist."""
-
-    name: str
-    reasoning: str = ""
-
-    def text(self, mode: str = "name_reasoning") -> str:
-        if mode not in STUB_TEXT_MODES:
-            raise ValueError(f"stub text mode must be one of {STUB_TEXT_MODES}")
-        return self.name if mode == "name" or not self.reasoning else f"{self.name}: {self.reasoning}"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.archs import PAPER_ARCHS
 from core.data.toolbench import Query
 from core.progress import progress_bar
 from core.retrieval.discovery import Retriever, Stub
@@ -71,7 +72,7 @@ def run_distractors(store: Store, retriever: Retriever, queries: Sequence[Query]
             specs = {(total, subset, arch): sources[subset].setup.spec(
                          "distractors", arch, subset, k, 0, sub_size=total, sub_seed=seed,
                          source_run_id=sources[subset].rtp_run if arch == "rtp" else sources[subset].ptr_run)
-                     for total in cells for subset in subsets for arch in ("rtp", "ptr")}
+                     for total in cells for subset in subsets for arch in PAPER_ARCHS}
             pending = sorted({key[0] for key, spec in specs.items() if not (resume and _finished(store, spec))})
             if pending and pending[-1] > n and model is None:
                 model = DistractorModel.fit(retriever.index.vectors, fit_seed)
@@ -108,7 +109,7 @@ def _write_cell(store: Store, view: Retriever, subsets: dict[str, list[Query]], 
         with_stubs = [q for q in qs if q.uid in stubs]
         opened = {arch: open_run(store, specs[(total, subset, arch)], with_stubs, resume, setup.git_commit,
                                  {**config, "gold_apis": len(subset_gold_rows(view, qs))})
-                  for arch in ("rtp", "ptr")}
+                  for arch in PAPER_ARCHS}
         if not any(opened.values()):
             continue
         touched += store_retrieval_runs(store, view, opened, with_stubs, stubs, specs[(total, subset, "rtp")].k,

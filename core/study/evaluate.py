@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.agents.factory import make_agents
+from core.archs import arch as declared_arch
 from core.data.loaders import queries_for
-from core.data.toolbench import GOLD_DEFINITIONS
-from core.retrieval.batch import hybrid_batch, ptr_batch, rtp_batch, truncate
+from core.data.toolbench import gold_definition
 from core.retrieval.discovery import Retriever
 from core.settings import Settings
 from core.study.scoring import aggregate, score_query
@@ -25,24 +25,18 @@ def write_all_stubs(writer, texts: Sequence[str], concurrency: int = 1) -> list:
 def evaluate_subset(settings: Settings, retriever: Retriever, arch: str, subset: str, gold: str, ks: Sequence[int],
                     use_cache: bool = True, concurrency: int = 4) -> list[dict]:
     """`python -m core eval`: one aggregate row per k for an architecture on a subset."""
-    if gold not in GOLD_DEFINITIONS:
-        raise ValueError(f"gold must be one of {GOLD_DEFINITIONS}")
+    gold_definition(gold)  # ValueError naming the definitions
     queries = queries_for(settings, subset)
     texts = [q.query for q in queries]
+    declared = declared_arch(arch)
+    written: list | None = None
     extra: dict = {}
-    if arch == "rtp":
-        base = rtp_batch(texts, max(ks), retriever)
-        per_k = {k: [truncate(d, k) for d in base] for k in ks}
-    elif arch in ("ptr", "hybrid"):
+    if declared.needs_stubs:
         agents = make_agents(settings, retriever, use_cache)
-        outcomes = write_all_stubs(agents.stub_writer, texts, concurrency)
-        stub_lists = [o.stubs for o in outcomes]
-        per_k = (ptr_batch(stub_lists, ks, retriever) if arch == "ptr"
-                 else hybrid_batch(texts, stub_lists, ks, retriever))
-        extra = {"backend": outcomes[0].label if outcomes else agents.stub_writer.backend,
-                 "stub_fallbacks": sum(o.fallback for o in outcomes)}
-    else:
-        raise ValueError(f"arch must be rtp, ptr or hybrid, not {arch!r}")
+        written = write_all_stubs(agents.stub_writer, texts, concurrency)
+        extra = {"backend": written[0].label if written else agents.stub_writer.backend,
+                 "stub_fallbacks": sum(o.fallback for o in written)}
+    per_k = declared.retrieve_batch(texts, written, ks, retriever)
     rows = []
     for k in ks:
         scores = [score_query(q, d.keys, gold, k) for q, d in zip(queries, per_k[k])]

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.archs import arch
 from core.data.toolbench import ApiKey
 from core.retrieval.discovery import QUERY_LABEL, Retriever, Stub, clean_query, merged_search
 
 TRACE_DEPTH = 100
-TRACED_ARCHS = ("rtp", "ptr", "hybrid")
+TRACED_ARCHS = ("rtp", "ptr", "hybrid")  # the declared architectures trace_gold ranks (each its own search below)
 
 
 @dataclass(frozen=True)
@@ -96,19 +97,16 @@ def trace_gold(query: str, stubs: Sequence[Stub], gold: Collection[ApiKey], retr
     return out
 
 
-ARCH_NAMES = {"rtp": "RtP", "ptr": "PtR", "hybrid": "hybrid"}
-
-
 def verdict(trace: GoldTrace, k: int, depth: int = TRACE_DEPTH) -> str:
     """One line on why this gold API was found or missed at k, from its trace."""
     if not trace.in_registry:
         return "not in this registry: no architecture can find it"
-    found = [ARCH_NAMES[a] for a in TRACED_ARCHS if (trace.rank(a) or k + 1) <= k]
+    found = [arch(a).label for a in TRACED_ARCHS if (trace.rank(a) or k + 1) <= k]
     doc = "; name-only (its document is just the tool and API name)" if trace.name_only else ""
     if found:
         return f"found by {', '.join(found)}{doc}"
-    ranked = [(trace.rank(a), ARCH_NAMES[a]) for a in TRACED_ARCHS if trace.rank(a) is not None]
+    ranked = [(trace.rank(a), arch(a).label) for a in TRACED_ARCHS if trace.rank(a) is not None]
     if ranked:
-        rank, arch = min(ranked)
-        return f"near miss: best rank {rank} ({arch}), below the top {k}{doc}"
+        rank, label = min(ranked)
+        return f"near miss: best rank {rank} ({label}), below the top {k}{doc}"
     return f"beyond rank {depth} under every architecture{doc}"

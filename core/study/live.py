@@ -1,7 +1,7 @@
 """One query stage by stage, for a page that shows each stage the moment it is done: RtP's hits at once, PtR's
 stubs while the model writes them and each stub's own hits as soon as that stub is complete, then PtR's merged
-hits, the hybrid's, and the two plans. The result is inspect_query's (core.study.single_query), so the page's
-later reruns, the JSON download and the CLI read one shape.
+hits, the hybrid's, and the two plans. The result is inspect_query's QueryOutcome (core.study.single_query), so
+the page's later reruns, the JSON download and the CLI read one type.
 
 The stub writer runs in a worker thread that streams its reply's text into a queue (core.agents.llm.stream);
 this thread reads the queue, finds the stubs completed so far, searches each, and calls `emit` with every
@@ -24,12 +24,12 @@ from core.agents.llm import LLMUnavailable
 from core.agents.llm.budget import within_budget
 from core.agents.llm.stream import streaming_to
 from core.agents.stubs import Stub, StubOutcome
+from core.archs import declared
 from core.data.toolbench import ApiKey
-from core.retrieval.discovery import Retriever, check_k, clean_query, hybrid_retrieve, ptr_retrieve, rtp
+from core.retrieval.discovery import Discovery, Retriever, check_k, clean_query, ptr_retrieve
 from core.settings import Settings
-from core.study.single_query import discovery_json, ptr_json
+from core.study.query_result import ArchResult, QueryOutcome
 
-STAGES = ("rtp", "writing", "stub", "ptr", "hybrid", "ptr_plan", "rtp_plan", "llm_error")
 _STRING = r'"((?:[^"\\]|\\.)*)"'
 _COMPLETE_STUB = re.compile(r'\{\s*"name"\s*:\s*' + _STRING + r'\s*,\s*"reasoning"\s*:\s*' + _STRING + r'\s*\}')
 POLL_S = 0.05
@@ -37,7 +37,11 @@ POLL_S = 0.05
 
 @dataclass(frozen=True)
 class Stage:
-    """One finished stage: its name (STAGES), seconds since the query started, and what it produced."""
+    """One finished stage: its name, seconds since the query started, and what it produced. In order: each
+    declared architecture that needs no stubs (its ArchResult: "rtp"), "writing" (the reply's text so far),
+    "stub" (one stub's own hits), each architecture that searches stubs ("ptr", "hybrid"), then "<arch>_plan"
+    (the block with its plan), the stub searchers' first; "llm_error" (its text) ends the query when the LLM
+    cannot run."""
 
     name: str
     seconds: float
@@ -92,7 +96,7 @@ def _write_streaming(writer: Any, query: str, k: int, retriever: Retriever,
 
 def live_query(text: str, k: int, retriever: Retriever, settings: Settings, emit: Callable[[Stage], None],
                use_cache: bool = True, gold: Collection[ApiKey] | None = None,
-               agents: Agents | None = None) -> dict:
+               agents: Agents | None = None) -> QueryOutcome:
     """inspect_query(text, k, archs="all") stage by stage (see the module's docstring). QueryError for empty or
     oversized text, before anything runs; an LLM that cannot run is "llm_error", with RtP's column complete."""
     start = time.perf_counter()
@@ -102,28 +106,28 @@ def live_query(text: str, k: int, retriever: Retriever, settings: Settings, emit
 
     query = clean_query(text)
     check_k(k)
-    out: dict[str, Any] = {"query": query, "k": k}
-    rtp_found = rtp(query, k, retriever)
-    out["rtp"] = discovery_json(rtp_found, None, gold)
-    stage("rtp", out["rtp"])
+    free = [a for a in declared() if not a.needs_stubs]
+    with_stubs = [a for a in declared() if a.needs_stubs]
+    found: dict[str, Discovery] = {}
+    blocks: dict[str, ArchResult] = {}
+    for a in free:
+        found[a.name] = a.retrieve(query, None, k, retriever)
+        blocks[a.name] = ArchResult.of(a.name, found[a.name], None, gold)
+        stage(a.name, blocks[a.name])
     if agents is None:
         try:
             agents = make_agents(settings, retriever, use_cache)
         except LLMUnavailable as exc:
-            out["llm_error"] = str(exc)
             stage("llm_error", str(exc))
-            return {key: out[key] for key in ("query", "k", "llm_error", "rtp")}
+            return QueryOutcome(k, tuple(blocks.values()), query, llm_error=str(exc))
     with within_budget(settings.query_budget_s):
-        outcome = _write_streaming(agents.stub_writer, query, k, retriever, stage)
-        found = ptr_retrieve(outcome.stubs, k, retriever)
-        block = ptr_json(found, outcome, None, gold)
-        out["ptr"] = block
-        stage("ptr", block)
-        out["hybrid"] = discovery_json(hybrid_retrieve(query, () if outcome.fallback else outcome.stubs, k, retriever),
-                                       None, gold)
-        stage("hybrid", out["hybrid"])
-        block["plan"] = agents.planner.plan(query, found.hits).to_json()
-        stage("ptr_plan", block["plan"])
-        out["rtp"]["plan"] = agents.planner.plan(query, rtp_found.hits).to_json()
-        stage("rtp_plan", out["rtp"]["plan"])
-    return {key: out[key] for key in ("query", "k", "rtp", "ptr", "hybrid")}
+        written = _write_streaming(agents.stub_writer, query, k, retriever, stage)
+        for a in with_stubs:
+            found[a.name] = a.retrieve(query, written, k, retriever)
+            blocks[a.name] = ArchResult.of(a.name, found[a.name], None, gold, written if a.carries_stubs else None)
+            stage(a.name, blocks[a.name])
+        for a in (*with_stubs, *free):
+            if a.plans:
+                blocks[a.name] = blocks[a.name].with_plan(agents.planner.plan(query, found[a.name].hits))
+                stage(f"{a.name}_plan", blocks[a.name])
+    return QueryOutcome(k, tuple(blocks[a.name] for a in declared()), query)

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.agents.factory import Agents, AgentsFactory, agents_factory
+from core.agents.planner import Plan
+from core.archs import PAPER_ARCHS
 from core.data.toolbench import Query
 from core.retrieval.batch import ptr_batch, rtp_batch
 from core.retrieval.discovery import Discovery, Retriever
@@ -49,7 +51,7 @@ def run_main(store: Store, retriever: Retriever, agents_for: AgentsFactory, quer
     for subset, qs in by_subset(queries).items():
         rtp_found = dict(zip((q.uid for q in qs), rtp_batch([q.query for q in qs], k, retriever)))
         for r in range(runs):
-            for arch in ("rtp", "ptr"):
+            for arch in PAPER_ARCHS:
                 opened = open_run(store, setup.spec("main", arch, subset, k, r), qs, resume, setup.git_commit, config)
                 if opened is None:
                     continue
@@ -66,20 +68,20 @@ def run_main(store: Store, retriever: Retriever, agents_for: AgentsFactory, quer
 
 
 def _plan(agents: Agents, query: Query, discovery: Discovery,
-          planned: frozenset[str] | None) -> tuple[dict[str, Any], str | None]:
-    """The plan's fields and its parse error, or no fields for a query outside the planner sample."""
+          planned: frozenset[str] | None) -> tuple[dict[str, Any], Plan | None]:
+    """The plan's fields and the plan, or no fields and None for a query outside the planner sample."""
     if planned is not None and query.uid not in planned:
         return {}, None
     plan = agents.planner.plan(query.query, discovery.hits)
-    return plan_fields(plan, query), plan.parse_error
+    return plan_fields(plan, query), plan
 
 
 def _rtp_finish(agents: Agents, found: dict[str, Discovery],
                 planned: frozenset[str] | None) -> Callable[[int, Query, Any], dict[str, Any]]:
     def finish(run_id: int, query: Query, _: Any) -> dict[str, Any]:
         discovery = found[query.uid]
-        plan, plan_error = _plan(agents, query, discovery, planned)
-        return {**base_row(run_id, query, discovery), **plan, "error": llm_failure(None, plan_error)}
+        fields, plan = _plan(agents, query, discovery, planned)
+        return {**base_row(run_id, query, discovery), **fields, "error": llm_failure(None, plan)}
 
     return finish
 
@@ -100,11 +102,11 @@ def _ptr_finish(agents: Agents, retriever: Retriever, rtp_found: dict[str, Disco
                 planned: frozenset[str] | None) -> Callable[[int, Query, Any], dict[str, Any]]:
     def finish(run_id: int, query: Query, payload: Any) -> dict[str, Any]:
         outcome, discovery, top1, seconds = payload
-        plan, plan_error = _plan(agents, query, discovery, planned)
+        fields, plan = _plan(agents, query, discovery, planned)
         return {**base_row(run_id, query, discovery, fallback=outcome.fallback),
                 **stub_fields(outcome, top1, query, retriever),
-                **plan, **overlap_fields(discovery, rtp_found[query.uid].keys),
-                "retrieval_latency_s": seconds, "error": llm_failure(outcome.error, plan_error)}
+                **fields, **overlap_fields(discovery, rtp_found[query.uid].keys),
+                "retrieval_latency_s": seconds, "error": llm_failure(outcome, plan)}
 
     return finish
 

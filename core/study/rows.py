@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.data.toolbench import GOLD_DEFINITIONS, ApiKey, Query
+from core.data.toolbench import GOLD_DEFINITIONS, GOLD_LIST, ApiKey, Query
 from core.retrieval.discovery import Discovery, Hit, Retriever, Stub
 from core.study import metrics
 from core.study.scoring import score_query
@@ -19,12 +19,6 @@ if TYPE_CHECKING:
     from core.agents.stubs import StubOutcome
 
 FALLBACK_STUB = "(the raw query: the stub writer failed)"
-# Reasons (core.agents.llm.jsonparse) that mean the model could not be asked or its reply not read: an
-# outage, a timeout, a spent budget, a client fault, a reply the API's filter blocked (llm_error[blocked]), an
-# oversized reply. Such a row measures the outage, not the architecture, so it is stored as failed: left out
-# of every mean, counted, redone by --resume.
-# A malformed or off-schema reply is the model's own answer and stays a (labelled) fallback.
-FAILURE_PREFIXES = ("llm_error[", "reply_too_large")
 
 
 def by_subset(queries: Iterable[Query]) -> dict[str, list[Query]]:
@@ -38,17 +32,15 @@ def score_fields(query: Query, keys: Sequence[ApiKey], k: int) -> dict[str, Any]
     """recall/precision/hit@k for both gold definitions."""
     out: dict[str, Any] = {}
     for gold in GOLD_DEFINITIONS:
-        s = score_query(query, keys, gold, k)
-        out.update({f"recall_{gold}": s.recall, f"precision_{gold}": s.precision, f"hit_{gold}": s.hit})
+        out.update(score_query(query, keys, gold, k).columns())
     return out
 
 
 def hits_json(hits: Sequence[Hit], query: Query, fallback: bool = False) -> list[dict[str, Any]]:
-    """Hits with gold flags for both definitions; a fallback stub (the raw query) is named FALLBACK_STUB."""
+    """Hits with a gold flag per definition (Gold.hit_flag); a fallback stub (the raw query) is named FALLBACK_STUB."""
     keys = [h.key for h in hits]
-    flags = metrics.gold_flags(keys, query.gold("api_list"))
-    relevant = metrics.gold_flags(keys, query.gold("relevant"))
-    out = [{**h.to_json(), "gold": g, "gold_relevant": r} for h, g, r in zip(hits, flags, relevant)]
+    flags = {g.hit_flag: metrics.gold_flags(keys, g.of(query)) for g in GOLD_LIST}
+    out = [{**h.to_json(), **{name: marks[i] for name, marks in flags.items()}} for i, h in enumerate(hits)]
     if fallback:
         for hit in out:
             hit["stub"] = FALLBACK_STUB
@@ -92,8 +84,7 @@ def plan_fields(plan: Plan, query: Query) -> dict[str, Any]:
             "plan_refusal": plan.refusal is not None, "plan_parse_error": plan.parse_error is not None,
             "plan_steps": len(plan.steps), "plan_apis_named": plan.apis_named, "plan_fidelity": plan.fidelity,
             "plan_selection_rate": plan.selection_rate, "plan_matched": body["matched"],
-            "plan_pass_api_list": plan_pass(plan, query.gold("api_list")),
-            "plan_pass_relevant": plan_pass(plan, query.gold("relevant")),
+            **{g.column("plan_pass"): plan_pass(plan, g.of(query)) for g in GOLD_LIST},
             "plan_prompt_tokens": plan.usage.prompt_tokens, "plan_output_tokens": plan.usage.output_tokens,
             "plan_thoughts_tokens": plan.usage.thoughts_tokens, "plan_latency_s": plan.latency_s}
 
@@ -110,7 +101,7 @@ def stubs_json(stubs: Sequence[Stub], top1: Sequence[tuple[int, float]] | None, 
             row, score = top1[i]
             api = retriever.registry.apis[row]
             item["top1"] = {"tool_name": api.tool_name, "api_name": api.api_name, "score": round(score, 6),
-                            "gold": api.key in query.gold("api_list"), "gold_relevant": api.key in query.gold("relevant")}
+                            **{g.hit_flag: api.key in g.of(query) for g in GOLD_LIST}}
         out.append(item)
     return out
 
@@ -123,10 +114,16 @@ def stub_fields(outcome: StubOutcome, top1: Sequence[tuple[int, float]], query: 
             "stub_thoughts_tokens": outcome.usage.thoughts_tokens, "stub_latency_s": outcome.latency_s}
 
 
-def llm_failure(stub_error: str | None = None, plan_error: str | None = None) -> str | None:
-    """The row's failure text when a step's LLM call failed (FAILURE_PREFIXES), else None."""
-    failed = [f"{step}: {reason}" for step, reason in (("stub writer", stub_error), ("planner", plan_error))
-              if reason and reason.startswith(FAILURE_PREFIXES)]
+def llm_failure(stub: StubOutcome | None = None, plan: Plan | None = None) -> str | None:
+    """The row's failure text when a step's outcome carries a failure kind, else None; the texts only say why.
+
+    A failure (core.agents.llm.FailureKind: an outage, a timeout, a spent budget, a client fault, a reply the
+    API's filter blocked, an oversized reply) means the model could not be asked or its reply not read. Such a
+    row measures the outage, not the architecture, so it is stored as failed: left out of every mean, counted,
+    redone by --resume. A malformed or off-schema reply is the model's own answer and stays a (labelled) fallback.
+    """
+    failed = ([f"stub writer: {stub.error}"] if stub is not None and stub.failure is not None else []) + (
+        [f"planner: {plan.parse_error}"] if plan is not None and plan.failure is not None else [])
     return ("LLM failure, " + "; ".join(failed))[:1000] if failed else None
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from core.agents.llm.base import ERROR_KINDS, RETRYABLE_KINDS, LLMClient, LLMError, LLMResponse, LLMUnavailable, Usage
+from core.agents.llm.base import (ERROR_KINDS, RETRYABLE_KINDS, FailureKind, LLMClient, LLMError, LLMResponse,
+                                  LLMUnavailable, Usage)
 from core.agents.llm.cache import CachedClient, CallCache, cache_key
-from core.agents.llm.jsonparse import JsonReply, MalformedJSON, generate_json, parse_json_object
+from core.agents.llm.jsonparse import JsonReply, MalformedJSON, failure_of, generate_json, parse_json_object
 from core.agents.llm.retry import RetryPolicy, call_with_retry
 from core.settings import Settings
 
@@ -19,9 +20,9 @@ if TYPE_CHECKING:
     from core.agents.llm.openai_compat import OpenAICompatClient
 
 __all__ = [
-    "ERROR_KINDS", "RETRYABLE_KINDS", "CachedClient", "CallCache", "GeminiClient", "LLMClient",
+    "ERROR_KINDS", "RETRYABLE_KINDS", "CachedClient", "CallCache", "FailureKind", "GeminiClient", "LLMClient",
     "JsonReply", "LLMError", "LLMResponse", "LLMUnavailable", "MalformedJSON", "OpenAICompatClient", "RetryPolicy", "Usage",
-    "cache_key", "call_with_retry", "generate_json", "make_client", "parse_json_object",
+    "cache_key", "call_with_retry", "failure_of", "generate_json", "make_client", "parse_json_object",
 ]
 
 _LAZY = {"GeminiClient": "core.agents.llm.gemini", "OpenAICompatClient": "core.agents.llm.openai_compat"}

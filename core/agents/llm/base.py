@@ -5,18 +5,38 @@ Kept free of SDK imports so discovery, the planner and the fakes in tests depend
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from enum import StrEnum
+from typing import Any, Protocol
 
 from core.settings import redact
 
-# "blocked": the API's safety or content filter withheld the reply (Gemini's blockReason or a SAFETY-like
-# finishReason, OpenAI's finish_reason "content_filter"). The call failed, so the row measures the filter, not
-# the model's answer; asking again gets the same verdict, so it is not retried.
-ErrorKind = Literal["timeout", "rate_limit", "server", "transport", "auth", "bad_request", "blocked"]
-ERROR_KINDS: frozenset[str] = frozenset(
-    {"timeout", "rate_limit", "server", "transport", "auth", "bad_request", "blocked"}
-)
-RETRYABLE_KINDS: frozenset[str] = frozenset({"timeout", "rate_limit", "server", "transport"})
+
+class FailureKind(StrEnum):
+    """Why the model could not be asked or its reply not read: an outage, not the model's answer.
+
+    Every outcome carries it as a field (JsonReply, StubOutcome, Plan), so whether a row failed never
+    depends on how its message is worded. The value is the tag in the stored text (core.agents.llm.jsonparse).
+    A malformed or off-schema reply is the model's own answer, so it has no kind here.
+    """
+
+    TIMEOUT = "timeout"
+    RATE_LIMIT = "rate_limit"
+    SERVER = "server"
+    TRANSPORT = "transport"
+    AUTH = "auth"
+    BAD_REQUEST = "bad_request"
+    # The API's safety or content filter withheld the reply (Gemini's blockReason or a SAFETY-like
+    # finishReason, OpenAI's finish_reason "content_filter"): the row would measure the filter, not the
+    # model's answer; asking again gets the same verdict, so it is not retried.
+    BLOCKED = "blocked"
+    CLIENT = "client"  # a client raised something other than LLMError (an SDK choking on an HTML page, say)
+    REPLY_TOO_LARGE = "reply_too_large"  # past jsonparse.MAX_REPLY_CHARS, so never parsed
+
+
+# What a failed call (LLMError) can say: CLIENT and REPLY_TOO_LARGE arise around the call (jsonparse).
+ERROR_KINDS: frozenset[FailureKind] = frozenset(FailureKind) - {FailureKind.CLIENT, FailureKind.REPLY_TOO_LARGE}
+RETRYABLE_KINDS: frozenset[FailureKind] = frozenset(
+    {FailureKind.TIMEOUT, FailureKind.RATE_LIMIT, FailureKind.SERVER, FailureKind.TRANSPORT})
 MAX_MESSAGE_CHARS = 500
 
 
@@ -38,6 +58,11 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.thoughts_tokens + other.thoughts_tokens,
         )
+
+
+def usage_json(usage: Usage) -> dict:
+    return {"prompt_tokens": usage.prompt_tokens, "output_tokens": usage.output_tokens,
+            "thoughts_tokens": usage.thoughts_tokens, "total_tokens": usage.total}
 
 
 @dataclass(frozen=True)
@@ -66,7 +91,7 @@ class LLMError(Exception):
 
     def __init__(
         self,
-        kind: ErrorKind,
+        kind: FailureKind | str,
         message: str,
         *,
         secrets: tuple[str, ...] = (),
@@ -77,8 +102,8 @@ class LLMError(Exception):
         if kind not in ERROR_KINDS:
             raise ValueError(f"unknown LLMError kind {kind!r}")
         clean = redact(message, secrets)[:MAX_MESSAGE_CHARS]
-        super().__init__(kind, clean)  # both in args, so the error pickles across processes
-        self.kind: ErrorKind = kind
+        self.kind = FailureKind(kind)
+        super().__init__(self.kind.value, clean)  # both in args, so the error pickles across processes
         self.message = clean
         self.status = status
         self.retry_after_s = retry_after_s
@@ -92,17 +117,17 @@ class LLMError(Exception):
         return f"{self.kind}: {self.message}"
 
 
-def kind_for_status(code: int) -> ErrorKind:
+def kind_for_status(code: int) -> FailureKind:
     """Classify an HTTP error status the same way for every backend."""
     if code == 429:
-        return "rate_limit"
+        return FailureKind.RATE_LIMIT
     if code == 408:
-        return "timeout"
+        return FailureKind.TIMEOUT
     if code in (401, 403):
-        return "auth"
+        return FailureKind.AUTH
     if 400 <= code < 500:
-        return "bad_request"
-    return "server"
+        return FailureKind.BAD_REQUEST
+    return FailureKind.SERVER
 
 
 class LLMClient(Protocol):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.agents.llm.base import LLMClient, LLMError, LLMResponse, Usage
+from core.agents.llm.base import FailureKind, LLMClient, LLMError, LLMResponse, Usage
 from core.agents.llm.cache import CachedClient
 from core.settings import redact
 
@@ -46,25 +46,56 @@ def parse_json_object(text: str) -> dict[str, Any]:
     raise MalformedJSON(f"no JSON object in reply: {text.strip()[:80]!r}")
 
 
+@dataclass(frozen=True)
+class Unusable:
+    """Why a reply is unusable: its text, and its kind when it is a failure rather than the model's own answer."""
+
+    text: str
+    failure: FailureKind | None = None
+
+
 def _check(
     text: str, validate: Callable[[dict[str, Any]], object] | None
-) -> tuple[dict[str, Any] | None, str | None]:
+) -> tuple[dict[str, Any] | None, Unusable | None]:
     if len(text) > MAX_REPLY_CHARS:
-        return None, _reason("reply_too_large", f"{len(text):,} characters, over the cap of {MAX_REPLY_CHARS:,}")
+        return None, _failed(FailureKind.REPLY_TOO_LARGE,
+                             f"{len(text):,} characters, over the cap of {MAX_REPLY_CHARS:,}")
     try:
         obj = parse_json_object(text)
     except MalformedJSON as exc:
-        return None, _reason("malformed_json", exc)
+        return None, Unusable(_reason("malformed_json", exc))
     if validate is not None:
         try:
             validate(obj)
         except ValueError as exc:
-            return None, _reason("validation", exc)
+            return None, Unusable(_reason("validation", exc))
     return obj, None
 
 
 def _reason(kind: str, detail: object) -> str:
     return f"{kind}: {detail}"[:MAX_REASON_CHARS]
+
+
+def _tag(kind: FailureKind) -> str:
+    return kind.value if kind is FailureKind.REPLY_TOO_LARGE else f"llm_error[{kind}]"
+
+
+_KINDS_BY_TAG = {_tag(kind): kind for kind in FailureKind}
+
+
+def failure_reason(kind: FailureKind, detail: object) -> str:
+    """A failure as stored and shown: `llm_error[kind]: ...`, or `reply_too_large: ...`."""
+    return _reason(_tag(kind), detail)
+
+
+def _failed(kind: FailureKind, detail: object) -> Unusable:
+    return Unusable(failure_reason(kind, detail), kind)
+
+
+def failure_of(text: str | None) -> FailureKind | None:
+    """The kind a failure text names (failure_reason's inverse), for a text read back from the store, which
+    keeps no kind of its own; None for no text or the model's own bad answer. The one place that reads it."""
+    return _KINDS_BY_TAG.get((text or "").partition(": ")[0])
 
 
 def repair_prompt(prompt: str, bad_output: str, reason: str, schema: dict[str, Any] | None) -> str:
@@ -78,13 +109,15 @@ def repair_prompt(prompt: str, bad_output: str, reason: str, schema: dict[str, A
 @dataclass(frozen=True)
 class JsonReply:
     """What generate_json got: the object (None exactly when `error` says why), the last response,
-    tokens and model seconds summed over the call and its repair (waits for a free model excluded)."""
+    tokens and model seconds summed over the call and its repair (waits for a free model excluded).
+    `failure` is set when the error is a failure (FailureKind), not the model's own malformed answer."""
 
     obj: dict[str, Any] | None
     response: LLMResponse | None
     error: str | None
     usage: Usage
     latency_s: float
+    failure: FailureKind | None = None
 
 
 def generate_json(
@@ -99,33 +132,37 @@ def generate_json(
     truncated JSON, say) becomes an `llm_error[...]` reason like a failed call. A caching client stores
     only a reply that passes the same checks, so a failure is never replayed."""
     total = Usage()
-    first, error = _ask(client, prompt, schema, temperature, validate)
+    first, failed = _ask(client, prompt, schema, temperature, validate)
     if first is None:
-        return JsonReply(None, None, error, total, 0.0)
+        return JsonReply(None, None, failed.text, total, 0.0, failed.failure)
     total += first.usage
     obj, reason = _check(first.text, validate)
     if reason is None:
         return JsonReply(obj, first, None, total, first.latency_s)
-    second, error = _ask(client, repair_prompt(prompt, first.text, reason, schema), schema, temperature, validate)
+    second, failed = _ask(client, repair_prompt(prompt, first.text, reason.text, schema), schema, temperature,
+                          validate)
     if second is None:
-        return JsonReply(None, first, _reason(error or "llm_error", f"(repairing {reason})"), total,
-                         first.latency_s)
+        return JsonReply(None, first, _reason(failed.text, f"(repairing {reason.text})"), total,
+                         first.latency_s, failed.failure)
     total += second.usage
     obj, reason = _check(second.text, validate)
-    return JsonReply(obj, second, reason, total, first.latency_s + second.latency_s)
+    latency = first.latency_s + second.latency_s
+    if reason is None:
+        return JsonReply(obj, second, None, total, latency)
+    return JsonReply(None, second, reason.text, total, latency, reason.failure)
 
 
 def _ask(client: LLMClient, prompt: str, schema: dict[str, Any] | None, temperature: float,
-         validate: Callable[[dict[str, Any]], object] | None) -> tuple[LLMResponse | None, str | None]:
-    """(the response, None), or (None, the failure as an `llm_error[kind]: ...` reason)."""
+         validate: Callable[[dict[str, Any]], object] | None) -> tuple[LLMResponse, None] | tuple[None, Unusable]:
+    """(the response, None), or (None, the failure: its kind and its `llm_error[kind]: ...` text)."""
     try:
         if isinstance(client, CachedClient):
             return client.generate(prompt, schema=schema, temperature=temperature,
                                    accept=lambda text: _check(text, validate)[1] is None), None
         return client.generate(prompt, schema=schema, temperature=temperature), None
     except LLMError as exc:
-        return None, _reason(f"llm_error[{exc.kind}]", exc.message)
+        return None, _failed(exc.kind, exc.message)
     except Exception as exc:  # noqa: BLE001 - a client's fault ends this call, never the query or the run
         secrets = getattr(client, "secrets", ())
         detail = redact(f"{type(exc).__name__}: {exc}", secrets)
-        return None, _reason("llm_error[client]", detail)
+        return None, _failed(FailureKind.CLIENT, detail)

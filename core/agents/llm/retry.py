@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from core.agents.llm.base import LLMError
+from core.agents.llm.base import FailureKind, LLMError
 from core.agents.llm.budget import bounded, budget_s, remaining_s
 
 T = TypeVar("T")
@@ -59,7 +59,7 @@ def call_with_retry(
                 raise
             wait = policy.delay(attempt, err, rng)
             left = remaining_s()
-            if left is not None and left <= 0 and err.kind == "timeout":
+            if left is not None and left <= 0 and err.kind is FailureKind.TIMEOUT:
                 raise  # the budget itself ran out: its own message says so
             if left is not None and wait >= left:
                 raise LLMError("timeout", f"{err}; retrying in {wait:.0f} s would pass the query's time budget "
