@@ -9,7 +9,7 @@ from core.analysis.headlines import crossover_lines
 from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
-from core.study.dburl import shown
+from core.store.dburl import shown
 from ui import figures
 from ui.safe import md
 from ui.index_job import index_job

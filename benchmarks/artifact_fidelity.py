@@ -27,7 +27,7 @@ from core.retrieval.index import VectorIndex  # noqa: E402
 from core.retrieval.artifact import artifact_name, decode_payload, encode_payload  # noqa: E402
 from core.retrieval.assemble import load_encoder  # noqa: E402
 from core.data.loaders import queries_for, registry_for
-from core.study.metrics import recall_at_k  # noqa: E402
+from core.evaluation.metrics import recall_at_k  # noqa: E402
 from core.settings import Settings  # noqa: E402
 from core.data.toolbench import subset_order  # noqa: E402
 

@@ -24,7 +24,7 @@ from core.agents.factory import Agents  # noqa: E402
 from core.agents.llm import LLMResponse, Usage  # noqa: E402
 from core.agents.planner import LLMPlanner  # noqa: E402
 from core.agents.prompts import DISCOVERY_SCHEMA  # noqa: E402
-from core.study.store import Store  # noqa: E402
+from core.store.store import Store  # noqa: E402
 from core.agents.stubs import LLMStubWriter  # noqa: E402
 from core.data.toolbench import Query  # noqa: E402
 from benchmarks.fakes import QUERY_SPECS, make_retriever  # noqa: E402

@@ -776,7 +776,7 @@ def uri_case(form: str, lab: Lab, box: Box) -> Outcome:
 GATE = """
 import sys, time
 from pathlib import Path
-from core.study import store
+from core.store import store
 ready, go = Path(sys.argv[1]), Path(sys.argv[2])
 opened = store.Store.__init__
 

@@ -9,17 +9,22 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from core.retrieval.bert_numpy import NumpyBertEncoder
 from core.retrieval.discovery import Retriever
+from core.retrieval.embedding import canonical_model_id, resolve_model_path
 from core.retrieval.index import VectorIndex
 from core.data.registry import Registry
+from core.data.toolbench import load_queries, load_registry
 from core.settings import PROJECT_ROOT, Settings
 # re-exported: test_app_pages imports SMALL_APIS, FakeEncoder and write_compact_data from here
 from tests.helpers import SMALL_APIS, FakeEncoder, write_compact_data, write_tiny_data  # noqa: F401
 from tests.stores import STORES, PostgresServer, PostgresUnavailable, start_postgres
 
 REPO_DATA = PROJECT_ROOT / "data" / "toolbench"  # committed: every clone has it
+MINILM = "all-MiniLM-L6-v2"  # the packaged embedding model
 
 
 @pytest.fixture
@@ -49,6 +54,31 @@ def real_data() -> Path:
     """The real ToolBench data, committed in data/toolbench/: the integration tests always run."""
     assert (REPO_DATA / "queries.jsonl.gz").is_file(), f"the committed ToolBench data is missing from {REPO_DATA}"
     return REPO_DATA
+
+
+@pytest.fixture(scope="session")
+def encoder_texts(real_data: Path) -> list[str]:
+    """What the forward-pass tests compare vectors on: real queries and API documents (the longest past 256
+    tokens: truncated the same way) and edge cases."""
+    docs = Registry("documented", tuple(load_registry(real_data, "documented"))).documents
+    return ([q.query for q in load_queries(real_data)[::60]] + list(docs[::400])
+            + [max(docs, key=len), "", "x", "天气预报 🌦️ weather in Zürich",
+               "<script>alert(1)</script> ![img](http://x/y.png)", "translate this text " * 2000])
+
+
+@pytest.fixture(scope="session")
+def numpy_encoder() -> NumpyBertEncoder:
+    """The numpy MiniLM forward pass: test_bert_numpy's subject, test_bert_onnx's reference."""
+    return NumpyBertEncoder(resolve_model_path(MINILM), canonical_model_id(MINILM))
+
+
+@pytest.fixture(scope="session")
+def numpy_vectors(numpy_encoder: NumpyBertEncoder, encoder_texts: list[str]) -> np.ndarray:
+    """numpy_encoder's vectors of encoder_texts, computed once for both of those tests (the padded batch is
+    seconds of numpy); read-only, so neither can change the other's."""
+    vectors = numpy_encoder.encode(encoder_texts)
+    vectors.flags.writeable = False
+    return vectors
 
 
 @pytest.fixture

@@ -36,9 +36,9 @@ from core.settings import PROJECT_ROOT, Settings
 from core.study.hybrid import run_hybrid
 from core.study.ksweep import run_ksweep
 from core.study.main_study import run_main
-from core.study.run_means import RUN_MEANS, trajectory_means
+from core.evaluation.run_means import RUN_MEANS, trajectory_means
 from core.study.scaling import run_scaling
-from core.study.store import QueryResult, Store, make_engine
+from core.store.store import QueryResult, Store, make_engine
 
 
 # ------------------------------------------------------------------ a fake encoder and tiny data
@@ -306,7 +306,7 @@ SCRUBBED = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_U
 
 def run_means(rows: pd.DataFrame, names: Sequence[str], by: Sequence[str] = ("subset", "arch"),
               gold: str | None = None) -> pd.DataFrame:
-    """The declared run means `names` (core.study.run_means; with `gold`, its trajectory means too) of per-query
+    """The declared run means `names` (core.evaluation.run_means; with `gold`, its trajectory means too) of per-query
     rows, computed in Python: shaped like the reader's per-run frame from SQL (by + run_index + names + n)."""
     declared = {**RUN_MEANS, **(trajectory_means(gold) if gold else {})}
     keys = [*by, "run_index"]
@@ -316,7 +316,7 @@ def run_means(rows: pd.DataFrame, names: Sequence[str], by: Sequence[str] = ("su
 
 
 def run_means_both_ways(url: str) -> tuple[list[str], set[str]]:
-    """Every declared run mean (core.study.run_means, under each gold definition) of every run in the store at
+    """Every declared run mean (core.evaluation.run_means, under each gold definition) of every run in the store at
     `url`, from the reader's SQL and from the declaration's Python over the stored rows: where the two differ
     (not the same bits, or only one defined), and the names some run defines."""
     reader = ResultsReader(url)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, inspect, text
 
-from core.study.dburl import normalise
+from core.store.dburl import normalise
 from tests.helpers import free_port
 
 STORES = ("sqlite", "postgresql")  # what the store tests run on (conftest's db_url and new_store)

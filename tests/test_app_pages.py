@@ -18,7 +18,7 @@ from core.agents.llm import LLMError
 from core.agents.planner import LLMPlanner
 from core.agents.stubs import LLMStubWriter
 from core.settings import Settings
-from core.study.store import Store
+from core.store.store import Store
 from tests.fake_llm_servers import ModeServer, Scripted, openai_ok
 from tests.helpers import APIS, APP, EVIL_DESCRIPTION, MAIN_K, QUERIES, SCRUBBED, TIMEOUT_S, build_app_env
 from ui.widgets import GOLD_BADGE

@@ -4,8 +4,8 @@ go down the layers, core never imports streamlit, and the backends' "module:func
 Layers, bottom to top (a module may import only modules in its own layer or a lower one):
     0  core/__init__.py, core/settings.py, core/backends.py, core/local_models.py, core/archs.py, core/progress.py
     1  core/data/        2  core/retrieval/     3  core/agents/ (core/agents/llm/ too)
-    4  core/study/       5  core/analysis/      6  core/cli/ and core/__main__.py
-    7  ui/ (the dashboard's parts)   8  app_pages/ (one module per page)   9  app.py (registers the pages)
+    4  core/evaluation/ and core/store/     5  core/study/     6  core/analysis/     7  core/cli/, core/__main__.py
+    8  ui/ (the dashboard's parts)   9  app_pages/ (one module per page)   10  app.py (registers the pages)
 So core imports neither ui/ nor app_pages/, and ui/ never imports app_pages/.
 
 The graph is read with `ast`, so it sees every import statement wherever it sits: at module level,
@@ -54,14 +54,16 @@ CORE_LAYERS: dict[str, int] = {
     "core.retrieval": 2,
     "core.agents": 3,
     "core.agents.llm": 3,
-    "core.study": 4,
-    "core.analysis": 5,
-    "core.cli": 6,
-    "core.__main__": 6,
+    "core.evaluation": 4,
+    "core.store": 4,
+    "core.study": 5,
+    "core.analysis": 6,
+    "core.cli": 7,
+    "core.__main__": 7,
 }
 
 # The dashboard above core: its packages (and app.py) by top-level name.
-LAYERS: dict[str, int] = {**CORE_LAYERS, "ui": 7, "app_pages": 8, "app": 9}
+LAYERS: dict[str, int] = {**CORE_LAYERS, "ui": 8, "app_pages": 9, "app": 10}
 DASHBOARD = ("ui", "app_pages", "app")
 
 FORBIDDEN_IN_CORE = ("streamlit",)

@@ -14,7 +14,6 @@ from core.retrieval.bert_numpy import NumpyBertEncoder, UnsupportedModel, check_
 from core.retrieval.embedding import corpus_embeddings, resolve_model_path
 from core.data.registry import Registry
 from core.settings import Settings
-from core.data.toolbench import load_queries, load_registry
 
 MODEL = "all-MiniLM-L6-v2"
 TOLERANCE = 1e-5  # float32 round-off between two orders of summation; measured ~3e-7
@@ -26,25 +25,15 @@ def test_erf32_matches_scipy_in_double() -> None:
     assert erf32(x).dtype == np.float32
 
 
-@pytest.fixture(scope="module")
-def both_encoders():
+@pytest.mark.slow
+def test_numpy_forward_pass_gives_the_sentence_transformers_vectors(numpy_encoder: NumpyBertEncoder,
+                                                                   numpy_vectors: np.ndarray,
+                                                                   encoder_texts: list[str]) -> None:
+    """numpy_vectors is numpy_encoder.encode(encoder_texts), computed once per session (conftest)."""
     from core.retrieval.embedding import SentenceTransformerEncoder
 
-    numpy_encoder = NumpyBertEncoder(resolve_model_path(MODEL), "minilm")
-    return numpy_encoder, SentenceTransformerEncoder(MODEL)
-
-
-@pytest.mark.slow
-def test_numpy_forward_pass_gives_the_sentence_transformers_vectors(both_encoders, real_data: Path) -> None:
-    numpy_encoder, reference = both_encoders
-    queries = load_queries(real_data)
-    apis = load_registry(real_data, "documented")
-    docs = Registry("documented", tuple(apis)).documents
-    texts = ([q.query for q in queries[::150]] + list(docs[::200])
-             + [max(docs, key=len),  # over 256 tokens: truncated the same way
-                "", "x", "天气预报 🌦️ weather in Zürich", "<script>alert(1)</script> ![img](http://x/y.png)",
-                "translate this text " * 2000])
-    ours, theirs = numpy_encoder.encode(texts), reference.encode(texts)
+    texts, ours = encoder_texts, numpy_vectors
+    theirs = SentenceTransformerEncoder(MODEL).encode(texts)
     assert ours.shape == theirs.shape == (len(texts), 384) and ours.dtype == np.float32
     assert np.abs(ours - theirs).max() < TOLERANCE
     one_by_one = np.vstack([numpy_encoder.encode([t]) for t in texts[:12] + texts[-6:]])

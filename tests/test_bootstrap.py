@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from core.study.stats import bootstrap_ci
+from core.evaluation.stats import bootstrap_ci
 
 
 def test_agrees_with_scipys_percentile_bootstrap() -> None:

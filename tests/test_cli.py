@@ -105,7 +105,7 @@ def test_query_json_drops_nul_characters_as_the_store_does(tiny_env, capsys, mon
     from core.agents.factory import agents_factory
     from core.settings import Settings
     from core.study.main_study import run_main
-    from core.study.store import Store
+    from core.store.store import Store
     from tests.fake_llm_servers import ModeServer, openai_ok
     from tests.helpers import make_queries, make_retriever
 

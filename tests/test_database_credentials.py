@@ -16,9 +16,9 @@ from streamlit.testing.v1 import AppTest
 from core.analysis.reader import ResultsReader
 from core.cli.main import main
 from core.settings import PROJECT_ROOT, Settings, redact
-from core.study.db_copy import copy_runs
-from core.study.dburl import DatabaseUnavailable
-from core.study.store import Store
+from core.store.db_copy import copy_runs
+from core.store.dburl import DatabaseUnavailable
+from core.store.store import Store
 from tests.helpers import APP, SCRUBBED, TIMEOUT_S, build_app_env, free_port
 from tests.stores import PostgresServer, query
 

@@ -11,7 +11,7 @@ import pytest
 from core.analysis.reader import ResultsReader
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
-from core.study.store import Store
+from core.store.store import Store
 from tests.helpers import fake_agents, make_queries, make_retriever
 
 

@@ -13,7 +13,7 @@ from core.retrieval.synthetic import DistractorModel
 from core.study.distractors import distractor_sizes, run_distractors
 from core.study.main_study import run_main
 from core.study.scaling import run_scaling
-from core.study.store import Store
+from core.store.store import Store
 from tests.helpers import fake_agents, make_queries, make_retriever
 
 

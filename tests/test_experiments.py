@@ -26,7 +26,7 @@ from core.agents.factory import Agents
 from core.agents.llm import Usage
 from core.agents.planner import Plan
 from core.settings import Settings
-from core.study.store import QueryResult, Run, Store
+from core.store.store import QueryResult, Run, Store
 from core.agents.stubs import StubOutcome
 from core.data.toolbench import Query
 from tests.helpers import CV, H, FakePlanner, FakeStubWriter, fake_agents, make_queries, make_retriever

@@ -20,7 +20,7 @@ from core.agents.stubs import LLMStubWriter, StubOutcome
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
 from core.study.rows import llm_failure
-from core.study.store import Store
+from core.store.store import Store
 from tests.helpers import make_queries, make_retriever
 
 

@@ -25,7 +25,7 @@ from core.retrieval.memo import memoised
 from core.settings import PROJECT_ROOT, Settings
 from core.study.main_study import run_main
 from core.study.single_query import inspect_query
-from core.study.store import Store
+from core.store.store import Store
 from tests.fake_llm_servers import (FakeServer, ModeServer, Scripted, gemini_prompt_blocked, gemini_reply_blocked,
                                     openai_error, openai_filtered, openai_ok)
 from tests.helpers import make_queries, make_retriever

@@ -15,7 +15,7 @@ from core.data.toolbench import DataUnreadable, load_queries, load_registry
 from core.retrieval.discovery import MAX_K, MAX_QUERY_CHARS, QueryError, check_k, clean_query, undecodable_at
 from core.retrieval.embedding import ModelUnavailable, looks_like_path, resolve_model_path
 from core.settings import BOUNDS, DataNotFoundError, Settings, bounded_setting, folder_problem
-from core.study.dburl import DatabaseUnavailable
+from core.store.dburl import DatabaseUnavailable
 from tests.helpers import write_tiny_data
 from ui.inspector_view import K_MAX
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.study import metrics
+from core.evaluation import metrics
 
 
 def test_recall_precision_basic() -> None:

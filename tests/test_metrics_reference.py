@@ -1,4 +1,4 @@
-"""Cross-check core.study.metrics against trec_eval (via pytrec-eval-terrier), per query.
+"""Cross-check core.evaluation.metrics against trec_eval (via pytrec-eval-terrier), per query.
 
 Why: recall@k, precision@k and hit@k feed every table and leaderboard; an
 off-by-one or a wrong denominator would shift all of them silently. trec_eval is
@@ -33,7 +33,7 @@ import numpy as np
 import pytrec_eval
 
 from core.data.toolbench import ApiKey
-from core.study import metrics
+from core.evaluation import metrics
 
 KS = (1, 3, 5, 10, 20)
 N_RANDOM_QUERIES = 200

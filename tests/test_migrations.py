@@ -16,10 +16,10 @@ from sqlalchemy.engine import Connection
 
 from core.analysis.reader import ResultsReader
 from core.settings import PROJECT_ROOT
-from core.study import migrations
-from core.study.migrations import Migration
-from core.study.dburl import normalise
-from core.study.store import SCHEMA_VERSION, Base, SchemaMismatch, Store, check_schema, make_engine, unpack_if_packed
+from core.store import migrations
+from core.store.migrations import Migration
+from core.store.dburl import normalise
+from core.store.store import SCHEMA_VERSION, Base, SchemaMismatch, Store, check_schema, make_engine, unpack_if_packed
 from tests.stores import STORES, query
 
 COMMITTED = PROJECT_ROOT / "data" / "results.sqlite.gz"

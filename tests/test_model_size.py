@@ -17,8 +17,8 @@ from core.analysis.paper import load_paper
 from core.analysis.reader import ResultsReader
 from core.study.main_study import run_main
 from core.study.hybrid import run_hybrid
-from core.study.stats import bootstrap_ci
-from core.study.store import Store
+from core.evaluation.stats import bootstrap_ci
+from core.store.store import Store
 from core.agents.factory import Agents
 from tests.helpers import FakePlanner, FakeStubWriter, make_queries, make_retriever, run_study
 

@@ -15,7 +15,7 @@ from core.study.hybrid import run_hybrid
 from core.study.main_study import run_main
 from core.study.query_result import ArchResult, QueryOutcome
 from core.study.single_query import inspect_query
-from core.study.store import Store
+from core.store.store import Store
 from ui.inspector_view import latency_text
 from tests.helpers import FakePlanner, FakeStubWriter, fake_agents, make_queries, make_retriever
 

@@ -19,7 +19,7 @@ from core.analysis.paper import load_paper
 from core.analysis.reader import PER_QUERY_COLUMNS, ResultsReader
 from core.settings import PROJECT_ROOT
 from core.study.query_result import QueryOutcome
-from core.study.run_means import RUN_MEANS
+from core.evaluation.run_means import RUN_MEANS
 from tests.helpers import run_means, run_means_both_ways, run_study
 
 SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid", "router",
@@ -114,7 +114,7 @@ def per_query_rows(url: str, kind: str) -> pd.DataFrame:
 
 
 def test_every_declared_run_mean_is_the_same_in_sql_and_in_python(study_url: str) -> None:
-    """Each mean core.study.run_means declares, for every run of the test study: the reader's SQL and the
+    """Each mean core.evaluation.run_means declares, for every run of the test study: the reader's SQL and the
     declaration's Python over the stored rows give the same bits (tests/test_stores_agree.py covers every
     branch of each, on both stores)."""
     differ, defined = run_means_both_ways(study_url)
@@ -273,7 +273,7 @@ def test_leaderboard_puts_every_backend_beside_the_paper(tmp_path: Path) -> None
     from core.analysis.paper import PAPER_SYSTEM
     from core.analysis.report import leaderboard, leaderboard_wide
     from core.settings import Settings
-    from core.study.stats import bootstrap_ci
+    from core.evaluation.stats import bootstrap_ci
     from ui.tables import MEAN_COLUMN, leaderboard_view
 
     url = f"sqlite:///{tmp_path / 'two.sqlite'}"

@@ -17,7 +17,7 @@ from core.study.ksweep import run_ksweep
 from core.study.main_study import run_main
 from core.study.scaling import run_scaling
 from core.settings import PROJECT_ROOT
-from core.study.store import QueryResult, Run, Store
+from core.store.store import QueryResult, Run, Store
 from tests.helpers import fake_agents, make_queries, make_retriever
 from tests.stores import query
 
@@ -25,7 +25,7 @@ SCRIPT = """
 import sys
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
-from core.study.store import Store
+from core.store.store import Store
 from tests.helpers import fake_agents, make_queries, make_retriever
 
 url, delay, resume = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"

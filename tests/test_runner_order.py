@@ -8,7 +8,7 @@ from pathlib import Path
 from core.agents.factory import Agents
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
-from core.study.store import Store
+from core.store.store import Store
 from tests.helpers import FakePlanner, FakeStubWriter, make_queries, make_retriever
 
 

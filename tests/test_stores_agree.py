@@ -20,9 +20,9 @@ from core.analysis.reader import ResultsReader
 from core.cli.main import main
 from core.data.toolbench import GOLD_DEFINITIONS
 from core.settings import PROJECT_ROOT, Settings
-from core.study.db_copy import copy_runs
-from core.study.run_means import RUN_MEANS, trajectory_means
-from core.study.store import TRUNCATED, RunSpec, Store
+from core.store.db_copy import copy_runs
+from core.evaluation.run_means import RUN_MEANS, trajectory_means
+from core.store.store import TRUNCATED, RunSpec, Store
 from tests.helpers import SCRUBBED, run_means_both_ways, write_data
 from tests.stores import STORES, PostgresServer, query
 from ui.resources import db_version
@@ -243,7 +243,7 @@ def declared_measures_row(rng: random.Random, run_id: int, i: int) -> dict:
 
 
 def test_every_declared_run_mean_is_the_same_bits_in_sql_and_in_python(db_url: str) -> None:
-    """Every branch of each mean core.study.run_means declares: the reader's SQL on this store and the
+    """Every branch of each mean core.evaluation.run_means declares: the reader's SQL on this store and the
     declaration's Python over the same rows give the same bits (or both none)."""
     rng = random.Random(24)
     store = Store(db_url)

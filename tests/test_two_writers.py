@@ -22,7 +22,7 @@ import sys, time
 from pathlib import Path
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
-from core.study.store import Store
+from core.store.store import Store
 from tests.helpers import fake_agents, make_queries, make_retriever
 
 url, subset, delay, resume, gate = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] == "1", Path(sys.argv[5])

@@ -1,7 +1,7 @@
 """Two bench processes on one SQLite file (tests/test_two_writers.py is the PostgreSQL version): started together on a
 file that does not exist yet, each writes its own subset completely; two identical resumes at once leave the runs to
 one of them, and the other says so in one line instead of dying in an IntegrityError traceback (on PostgreSQL too,
-whose claims are advisory locks rather than lock files: core.study.claims).
+whose claims are advisory locks rather than lock files: core.store.claims).
 
 The writers are real processes running the main study on the tiny data with fake agents. Each imports once and then
 waits at a gate file per attempt, so an attempt starts both at the same moment (the races are in their first
@@ -22,7 +22,7 @@ import pytest
 from core.retrieval.memo import memoised
 from core.settings import PROJECT_ROOT
 from core.study.main_study import run_main
-from core.study.store import Store
+from core.store.store import Store
 from tests.helpers import fake_agents, make_queries, make_retriever
 from tests.stores import STORES, query
 
@@ -30,9 +30,9 @@ SCRIPT = """
 import sys, time
 from pathlib import Path
 from core.retrieval.memo import memoised
-from core.study.dburl import DatabaseUnavailable
+from core.store.dburl import DatabaseUnavailable
 from core.study.main_study import run_main
-from core.study.store import Store
+from core.store.store import Store
 from tests.helpers import fake_agents, make_queries, make_retriever
 
 name, subsets, runs, delay = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), float(sys.argv[4])

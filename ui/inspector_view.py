@@ -15,7 +15,7 @@ from core.settings import BOUNDS
 from core.agents.llm import FailureKind, failure_of
 from core.archs import arch
 from core.data.toolbench import ApiKey, Query, display_name
-from core.study import metrics
+from core.evaluation import metrics
 from core.study.gold_trace import TRACE_DEPTH, TRACED_ARCHS, GoldTrace, TopkDiff, verdict
 from core.study.query_result import ArchResult, QueryOutcome
 
@@ -80,7 +80,7 @@ def parse_view(params: Mapping[str, str], default_k: int, backends: Collection[s
 
 
 def metrics_frame(result: QueryOutcome, gold: frozenset[ApiKey], k: int) -> pd.DataFrame:
-    """A row per architecture shown, a column per metric at k (core.study.metrics.SCORE_NAMES)."""
+    """A row per architecture shown, a column per metric at k (core.evaluation.metrics.SCORE_NAMES)."""
     rows = [{"architecture": arch(block.arch).label, **{f"{name}@{k}": value for name, value in zip(
                 metrics.SCORE_NAMES.values(), metrics.scores_at_k(block.keys, gold, k).values())}}
             for block in result.blocks]

@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 
 from core.data.toolbench import ApiKey
-from core.study import metrics
+from core.evaluation import metrics
 from core.study.live import Stage
 from core.study.query_result import ArchResult, QueryOutcome
 from ui.safe import md

@@ -28,7 +28,7 @@ from core.backends import BACKEND_LIST
 from core.local_models import LOCAL_MODELS, model_name_of
 from core.settings import Settings
 from core.study.gold_trace import GoldTrace, trace_gold
-from core.study.store import git_commit, sqlite_path
+from core.store.store import git_commit, sqlite_path
 from ui.projection import Projection, fit_pca, sample_rows
 from ui.safe import plot_text
 

@@ -21,7 +21,7 @@ from core.backends import OFFLINE_LABEL
 from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
 from core.data.toolbench import Api, ApiKey
-from core.study.dburl import open_error, shown
+from core.store.dburl import open_error, shown
 from core.study.query_result import ArchResult
 from ui.safe import md
 from ui.tables import export_json, with_provenance

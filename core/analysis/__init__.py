@@ -1,1 +1,1 @@
-"""Layer 5, analysis: the results reader, its tables, the router, the paper's figures and the report."""
+"""Layer 6, analysis: the results reader, its tables, the router, the paper's figures and the report."""

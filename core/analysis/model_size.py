@@ -18,7 +18,7 @@ import pandas as pd
 from core.agents.prompts import style_of_version
 from core.analysis.copying import copy_rate, plan_reply_copy, stub_reply_copy
 from core.local_models import LOCAL_MODELS
-from core.study.stats import bootstrap_ci
+from core.evaluation.stats import bootstrap_ci
 
 SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
 PAPER_SUBSETS = {"G1_instruction": "G1", "G2_instruction": "G2", "G3_instruction": "G3"}

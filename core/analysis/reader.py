@@ -105,10 +105,10 @@ from core.analysis.exact_mean import LIMBS, exact_mean, exact_sums
 from core.analysis.provenance import provenance
 from core.analysis import tables as analysis, router
 from core.archs import PAPER_ARCHS
-from core.study.dburl import DatabaseUnavailable, open_error, shown
+from core.store.dburl import DatabaseUnavailable, open_error, shown
 from core.study.query_result import ArchResult, QueryOutcome
-from core.study.run_means import RUN_MEANS, RunMean, trajectory_means
-from core.study.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, check_schema, make_engine, sqlite_path, unpack_if_packed
+from core.evaluation.run_means import RUN_MEANS, RunMean, trajectory_means
+from core.store.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, check_schema, make_engine, sqlite_path, unpack_if_packed
 
 # Which study a page shows when none is chosen, and what a tab does when the chosen one has none of its runs.
 DEFAULT_STUDY_RULE = ("the complete main study that covers the most subsets, the latest of those, whichever backend or "
@@ -382,7 +382,7 @@ class ResultsReader:
         return frame
 
     def _per_run(self, runs: pd.DataFrame, gold: str | None = None) -> pd.DataFrame:
-        """Run means computed in SQL (core.study.run_means declares each, in Python too): subset, arch, k,
+        """Run means computed in SQL (core.evaluation.run_means declares each, in Python too): subset, arch, k,
         run_index, sub_size, sub_seed, the RUN_MEANS columns (and with `gold`, the trajectory_means columns), n,
         n_planned (rows with a plan: fewer with a planner sample)."""
         ids = tuple(runs["id"].tolist())

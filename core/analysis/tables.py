@@ -10,7 +10,7 @@ sub_size and sub_seed.
 Conventions, stated once: every metric is averaged over queries within a run first, then over
 runs (mean and sample std, ddof=1; one run gives std 0). The aggregate tables (main_table,
 ksweep_table, scaling_table, divergence, trajectory) therefore take per-run means, each declared
-once in `core.study.run_means` (its per-query value in Python and in SQL) and computed by the read
+once in `core.evaluation.run_means` (its per-query value in Python and in SQL) and computed by the read
 API in SQL. Undefined per-query values (recall with an empty gold set, fidelity of an empty
 selection) are skipped. "pass_rate_proxy" is the proxy defined in `PASS_RATE_DEFINITION` below,
 never ToolBench's judged pass rate.
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from core.analysis.provenance import PROVENANCE_FIELDS
-from core.study.stats import bootstrap_ci, summarise
+from core.evaluation.stats import bootstrap_ci, summarise
 from core.data.toolbench import gold_definition, subset_order
 
 EPS = 1e-12
@@ -92,7 +92,7 @@ def better(rtp: float, ptr: float) -> str:
 
 
 def over_runs(per_run: pd.DataFrame, columns: Sequence[str], by: Sequence[str]) -> pd.DataFrame:
-    """Mean and sample std (ddof=1; 0 for a single run, as core.study.stats.summarise) of run means: by +
+    """Mean and sample std (ddof=1; 0 for a single run, as core.evaluation.stats.summarise) of run means: by +
     {col}_mean + {col}_std + runs + n_queries (the most queries any run had). Plain Python: per-run
     frames have tens of rows, where pandas' groupby costs more than the arithmetic."""
     by = list(by)
@@ -224,7 +224,7 @@ def jaccard(a: frozenset, b: frozenset) -> float:
     return len(a & b) / len(union) if union else math.nan
 
 
-# Trajectory table column -> per-run mean column (declared in core.study.run_means).
+# Trajectory table column -> per-run mean column (declared in core.evaluation.run_means).
 TRAJECTORY_MEASURES = {"fidelity": "plan_fidelity", "selection_rate": "plan_selection_rate", "steps": "plan_steps",
                        "apis_named": "plan_apis_named", "refusal_rate": "refusal", "parse_error_rate": "parse_error",
                        "complete_miss_rate": "miss", "wrong_tool_rate": "wrong_tool",

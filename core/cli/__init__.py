@@ -1,1 +1,1 @@
-"""Layer 6, `python -m core`: the commands over every layer below."""
+"""Layer 7, `python -m core`: the commands over every layer below."""

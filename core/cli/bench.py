@@ -3,7 +3,7 @@
 bench writes into the results store (DATABASE_URL, default data/results.sqlite) with a progress bar
 on stderr; `--resume` continues unfinished runs (after a crash or kill) without losing or
 duplicating a row, and skips finished ones; a run another bench process is writing is refused, in one
-line naming that process (core.study.claims), before anything in it changes. `bench all` runs every
+line naming that process (core.store.claims), before anything in it changes. `bench all` runs every
 study in the catalog's order.
 report prints the study's tables beside the paper's. Both check the results database URL first, and bench
 opens the store (refusing a foreign or damaged database untouched) before the index loads.
@@ -65,7 +65,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     from core.data.loaders import queries_for
     from core.retrieval.memo import memoised
     from core.study.catalog import BenchContext
-    from core.study.store import Store, git_commit
+    from core.store.store import Store, git_commit
 
     studies = _studies_of(args.study)
     url = args.db or settings.results_url
@@ -100,7 +100,7 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
 
     from core.analysis.report import build_report, render_text
     from core.analysis.reader import ResultsReader
-    from core.study.dburl import open_error
+    from core.store.dburl import open_error
 
     url = args.db or settings.results_url
     validate_results_url(url, writer=False)

@@ -18,7 +18,7 @@ from core.backends import BACKENDS
 from core.retrieval.discovery import MAX_K, QueryError, check_k
 from core.settings import REGISTRIES, Settings, folder_problem
 from core.study.catalog import parse_ks
-from core.study.dburl import DatabaseUnavailable, normalise, shown
+from core.store.dburl import DatabaseUnavailable, normalise, shown
 
 if TYPE_CHECKING:
     from core.retrieval.assemble import IndexInfo

@@ -14,7 +14,7 @@ COPY_HELP = ("Copy every finished run (complete or skipped) of SRC, with its row
 
 
 def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
-    from core.study.db_copy import CopyMismatch, copy_runs
+    from core.store.db_copy import CopyMismatch, copy_runs
 
     try:
         report = copy_runs(args.src, args.dst)

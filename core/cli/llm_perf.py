@@ -66,7 +66,7 @@ def study_overhead(settings: Settings, queries: list, retriever, concurrency: in
 
     from core.agents.factory import agents_factory
     from core.study.main_study import run_main
-    from core.study.store import QueryResult, Store
+    from core.store.store import QueryResult, Store
 
     with tempfile.TemporaryDirectory() as folder:
         store = Store(f"sqlite:///{Path(folder) / 'perf.sqlite'}")

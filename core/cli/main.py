@@ -23,7 +23,7 @@ from core.progress import progress_callback
 from core.retrieval.discovery import QueryError, clean_query
 from core.settings import DataNotFoundError, Settings, check_cache_dir, redact
 from core.study.catalog import positive
-from core.study.dburl import DatabaseUnavailable
+from core.store.dburl import DatabaseUnavailable
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
@@ -65,7 +65,7 @@ def write_index_artifact(settings: Settings, rebuild: bool) -> int:
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     from core.study.query_result import QueryOutcome
     from core.study.single_query import inspect_query
-    from core.study.store import without_nul
+    from core.store.store import without_nul
 
     clean_query(args.text)  # refuse bad input before loading anything
     retriever, _ = retriever_for(settings)
@@ -152,7 +152,7 @@ def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
     from core.agents.llm.local_llama import local_client
     from core.agents.prompts import STYLES
     from core.agents.stubs import LLMStubWriter
-    from core.study.store import without_nul
+    from core.store.store import without_nul
 
     failed = 0
     for name in _models_named(args.model, settings):
@@ -202,7 +202,7 @@ def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_pack(args: argparse.Namespace, settings: Settings) -> int:
-    from core.study.store import pack
+    from core.store.store import pack
 
     target = pack(args.db or settings.results_url)
     print(f"packed {target} ({target.stat().st_size / 1e6:.1f} MB)")

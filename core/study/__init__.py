@@ -1,1 +1,1 @@
-"""Layer 4, the study: metrics, the declared studies, their runs and the results store they write."""
+"""Layer 5, the study: the declared studies, their runners and rows, and one query through every architecture."""

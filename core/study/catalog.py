@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from core.data.toolbench import Query
     from core.retrieval.discovery import Retriever
     from core.settings import Settings
-    from core.study.store import Store
+    from core.store.store import Store
 
 MAIN_K = 5
 DEFAULT_RUNS = 4

@@ -24,7 +24,7 @@ from core.study.runner import open_run
 from core.study.scaling import store_retrieval_runs, subset_gold_rows
 from core.study.setup import Setup
 from core.study.sources import main_sources, stored_stubs
-from core.study.store import RunSpec, Store
+from core.store.store import RunSpec, Store
 
 QUERY_CHUNK = 64  # queries per batched search: an exact search of 1M rows scores chunk x 1M at once
 

@@ -9,7 +9,7 @@ from core.data.loaders import queries_for
 from core.data.toolbench import gold_definition
 from core.retrieval.discovery import Retriever
 from core.settings import Settings
-from core.study.scoring import aggregate, score_query
+from core.evaluation.scoring import aggregate, score_query
 
 
 def write_all_stubs(writer, texts: Sequence[str], concurrency: int = 1) -> list:

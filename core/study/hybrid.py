@@ -12,7 +12,7 @@ from core.study.catalog import BenchContext
 from core.study.rows import base_row, overlap_fields
 from core.study.runner import insert_run, open_run
 from core.study.sources import main_study_subsets, stored_stubs
-from core.study.store import Store
+from core.store.store import Store
 
 
 def run_hybrid(store: Store, retriever: Retriever, queries: Sequence[Query], *, resume: bool = False,

@@ -27,7 +27,7 @@ from core.study.runner import Job, execute, open_run
 from core.study.sample import SAMPLE_SEED, STRATA, planner_sample
 from core.study.catalog import DEFAULT_RUNS, MAIN_K, BenchContext
 from core.study.setup import Setup
-from core.study.store import Store
+from core.store.store import Store
 
 
 

@@ -21,13 +21,13 @@ from core.agents.llm.base import Usage, usage_json
 from core.archs import ARCHS_BY_NAME, declared
 from core.data.toolbench import DEFAULT_GOLD, GOLD_LIST, ApiKey, Gold, gold_definition
 from core.retrieval.records import Hit, Stub
-from core.study import metrics
+from core.evaluation import metrics
 
 if TYPE_CHECKING:  # reading the store needs no retriever nor agent, and the live path no store
     from core.agents.planner import Plan
     from core.agents.stubs import StubOutcome
     from core.retrieval.discovery import Discovery
-    from core.study.store import QueryResult
+    from core.store.store import QueryResult
 
 Namer = Callable[[str], str]  # a metric's JSON name under one set of marks
 

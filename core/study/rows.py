@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.data.toolbench import GOLD_DEFINITIONS, GOLD_LIST, ApiKey, Query
 from core.retrieval.discovery import Discovery, Hit, Retriever, Stub
-from core.study import metrics
-from core.study.scoring import score_query
+from core.evaluation import metrics
+from core.evaluation.scoring import score_query
 
 if TYPE_CHECKING:
     from core.agents.planner import Plan

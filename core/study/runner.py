@@ -19,7 +19,7 @@ from typing import Any
 from core.data.toolbench import Query
 from core.progress import progress_bar
 from core.study.rows import error_row
-from core.study.store import RunRecord, RunSpec, Store
+from core.store.store import RunRecord, RunSpec, Store
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def open_run(store: Store, spec: RunSpec, queries: Sequence[Query], resume: bool
 
     Resuming redoes a run's failed rows (an exception, or an LLM failure: core.study.rows.llm_failure),
     a complete run's too, so an outage during a study is repaired by `--resume` once the server is back.
-    A run another live process is writing is refused with RunBusy (core.study.claims) before anything in it changes.
+    A run another live process is writing is refused with RunBusy (core.store.claims) before anything in it changes.
     """
     if resume:
         found = store.find_run(spec)

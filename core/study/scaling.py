@@ -19,7 +19,7 @@ from core.study.rows import by_subset, retrieval_rows
 from core.study.runner import insert_run, open_run
 from core.study.setup import Setup
 from core.study.sources import Sources, main_sources, stored_stubs
-from core.study.store import Store
+from core.store.store import Store
 
 
 def subset_gold_rows(retriever: Retriever, queries: Sequence[Query]) -> list[int]:

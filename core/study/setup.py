@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.backends import backend_label
 from core.retrieval.discovery import Retriever
-from core.study.store import RunRecord, RunSpec, git_commit
+from core.store.store import RunRecord, RunSpec, git_commit
 
 if TYPE_CHECKING:
     from core.agents.factory import Agents

@@ -10,7 +10,7 @@ from core.progress import progress_bar
 from core.retrieval.discovery import Retriever, Stub
 from core.study.rows import by_subset
 from core.study.setup import Setup
-from core.study.store import RunRecord, Store
+from core.store.store import RunRecord, Store
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.data.toolbench import DEFAULT_GOLD, Query, gold_definition
-from core.study import metrics
-from core.study.run_means import RUN_MEANS
-from core.study.stats import summarise
+from core.evaluation import metrics
+from core.evaluation.run_means import RUN_MEANS
+from core.evaluation.stats import summarise
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ def score_query(query: Query, ranked: Sequence[tuple[str, str]], gold: str, k: i
 
 
 def aggregate(scores: Sequence[QueryScore]) -> dict:
-    """n, the means over the queries as the store's run means (core.study.run_means: the report gives the same
+    """n, the means over the queries as the store's run means (core.evaluation.run_means: the report gives the same
     bits for the same rows), and the spread of recall and precision over the queries."""
     gold = gold_definition(scores[0].gold) if scores else DEFAULT_GOLD  # with no score every mean is NaN, any gold
     rows = [s.columns() for s in scores]

@@ -2,7 +2,7 @@
 
 A run's mean of a measure is the mean of its defined per-query values: an undefined value (None in Python,
 NULL in SQL: recall with an empty gold set, a share on a row that was not compared) is skipped. The reader
-computes the means in SQL over the stored rows (core.analysis.reader); `core eval` (core.study.scoring) and
+computes the means in SQL over the stored rows (core.analysis.reader); `core eval` (core.evaluation.scoring) and
 the tests compute them in Python over rows keyed by the store's column names. Both read the declarations
 below; tests/test_report.py (a test study) and tests/test_stores_agree.py (every branch, on SQLite and PostgreSQL)
 compute every one both ways and assert the same bits.
@@ -11,7 +11,7 @@ The Python mean is the correctly rounded mean of the values. The SQL gives the s
 fractional bits (`fractional`) are summed exactly (core.analysis.exact_mean, which leaves out only bits below
 2^-60), and AVG adds 0/1 shares and whole numbers exactly on every store.
 
-The SQL expressions take the store's per-query model (core.study.store.QueryResult) as an argument, so this
+The SQL expressions take the store's per-query model (core.store.store.QueryResult) as an argument, so this
 module depends on the store's column names only, not on the store.
 """
 from __future__ import annotations

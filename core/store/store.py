@@ -5,10 +5,10 @@ hits, stubs, plans, metrics for both gold definitions, token usage and latency. 
 API descriptions are not stored: pages join them from the ToolBench data directory.
 
 SQLite (the default, `data/results.sqlite`) runs in WAL mode so a dashboard can read while a
-benchmark writes; PostgreSQL (`postgresql://...`, through psycopg 3: core.study.dburl) is tested
+benchmark writes; PostgreSQL (`postgresql://...`, through psycopg 3: core.store.dburl) is tested
 against a real server, as nothing here uses SQLite-only SQL outside the connect hook. The unique
 (run_id, query_uid) constraint is what makes a resumed run unable to duplicate a row, and the store's claims
-(core.study.claims) what keeps two processes from writing one run at once: a run is claimed when it is started or
+(core.store.claims) what keeps two processes from writing one run at once: a run is claimed when it is started or
 reopened and let go when it is finished or the store is closed.
 
 Both stores hold and give back the same values: every string is cleaned in one place (`clean`: NUL
@@ -16,7 +16,7 @@ characters dropped, a value longer than its column cut with a marker), since Pos
 where SQLite keeps them; timestamps are stored as UTC and read back as naive UTC (`UTCDateTime`),
 since PostgreSQL hands them back in its session's time zone.
 
-The schema grows by the append-only migrations of core.study.migrations. Opening a database applies
+The schema grows by the append-only migrations of core.store.migrations. Opening a database applies
 the ones it lacks, in order, for a reader too: they are additive, and the results database is a
 local file (the committed one is unpacked before use), so a reader after a `git pull` reads with the
 columns its code expects instead of failing. A database from before the migration list
@@ -49,9 +49,9 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from core.settings import PROJECT_ROOT
-from core.study import migrations
-from core.study.claims import claims_for
-from core.study.dburl import DatabaseUnavailable, normalise, open_error, shown
+from core.store import migrations
+from core.store.claims import claims_for
+from core.store.dburl import DatabaseUnavailable, normalise, open_error, shown
 
 SCHEMA_VERSION = len(migrations.MIGRATIONS)  # the migrations this code knows (a database's schema_info.version)
 BUSY_TIMEOUT_MS = 30_000

@@ -27,7 +27,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.study.dburl import DatabaseUnavailable
+from core.store.dburl import DatabaseUnavailable
 
 CLAIM_LOCKS = 0x72_75_6E_73  # the first key of the PostgreSQL advisory locks that claim runs (the second: the run id)
 APPLICATION = "tool-discovery-lab"
