@@ -19,7 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.retrieval.memo import memoised  # noqa: E402
-from core.study.main_study import run_main
+from core.settings import Settings  # noqa: E402
+from core.study.catalog import BenchContext  # noqa: E402
+from core.study.main_study import run_main  # noqa: E402
 from core.agents.factory import Agents  # noqa: E402
 from core.agents.llm import LLMResponse, Usage  # noqa: E402
 from core.agents.planner import LLMPlanner  # noqa: E402
@@ -68,7 +70,8 @@ def measure(n_queries: int, latency_s: float, concurrency: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(f"sqlite:///{Path(tmp) / 'bench.sqlite'}")
         start = time.perf_counter()
-        run_main(store, retriever, factory, queries, runs=1, concurrency=concurrency, commit="bench")
+        run_main(BenchContext(store, retriever, queries, Settings(), "bench"), runs=1, concurrency=concurrency,
+                 agents_for=factory)
         wall = time.perf_counter() - start
         rows = sum(store.count_results(r.id) for r in store.runs())
         store.close()

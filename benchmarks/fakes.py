@@ -1,6 +1,6 @@
 """Small fakes for the benchmarks: a hashed bag-of-words encoder, ten APIs and twelve queries over them.
 
-benchmarks/ imports nothing from tests/ (the tests have their own copies in tests/helpers.py): a
+benchmarks/ imports nothing from tests/ (tests/helpers.py builds its fakes on these): a
 benchmark keeps working whatever the tests rearrange, and pytest never collects benchmark code.
 """
 from __future__ import annotations

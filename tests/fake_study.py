@@ -1,6 +1,6 @@
 """A study that is not in the catalog, for tests/test_catalog.py: RtP at k alone, one run per subset.
 
-It is what a new study's own module looks like: a `bench(context, **params)` over the shared row
+It is what a new study's own module looks like: a runner `run_fake(context, **params)` over the shared row
 builders, runner and store, declared in the test as one more catalog entry.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from core.study.runner import insert_run, open_run
 from core.study.setup import Setup
 
 
-def bench(context: BenchContext, *, k: int = 2) -> list[int]:
+def run_fake(context: BenchContext, *, k: int = 2) -> list[int]:
     setup = Setup.of(context.retriever, make_agents(context.settings, context.retriever), context.commit)
     touched = []
     for subset, queries in by_subset(context.queries).items():

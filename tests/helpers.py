@@ -2,26 +2,28 @@
 
 Test modules import these from here (fixtures live in conftest.py, the fake LLM servers in
 fake_llm_servers.py, the PostgreSQL server and the store look-ups in stores.py), never from one
-another. benchmarks/ imports nothing from tests/: it has its own benchmarks/fakes.py.
+another. benchmarks/ imports nothing from tests/; the tests reuse its fake encoder and ten APIs
+(benchmarks/fakes.py).
 """
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import math
-import re
 import socket
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from sqlalchemy import select
 
-from core.agents.factory import Agents, agents_factory
+from benchmarks.fakes import APIS as BENCHMARK_APIS
+from benchmarks.fakes import CV, FP, FX, HD, IP, JC, JK, QUERY_SPECS, WX, BagOfWordsEncoder, H  # noqa: F401 - re-exported
+from core.agents.factory import Agents
 from core.agents.llm import Usage
 from core.agents.llm.local_model import LocalModelError, llama_cpp_module
 from core.agents.planner import Plan
@@ -33,6 +35,7 @@ from core.retrieval.discovery import Hit, Retriever, Stub
 from core.retrieval.index import VectorIndex
 from core.retrieval.memo import memoised
 from core.settings import PROJECT_ROOT, Settings
+from core.study.catalog import BenchContext
 from core.study.hybrid import run_hybrid
 from core.study.ksweep import run_ksweep
 from core.study.main_study import run_main
@@ -43,43 +46,19 @@ from core.store.store import QueryResult, Store, make_engine
 
 # ------------------------------------------------------------------ a fake encoder and tiny data
 
-class FakeEncoder:
-    """Hashed bag of words: texts sharing words get similar unit vectors. Deterministic, instant."""
-
-    model_id = "fake-bow-64"
-    dim = 64
-    runtime = "fake"
+class FakeEncoder(BagOfWordsEncoder):
+    """The benchmarks' hashed bag of words (texts sharing words get similar unit vectors; deterministic,
+    instant) that counts its calls."""
 
     def __init__(self) -> None:
         self.calls = 0
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress=None) -> np.ndarray:
         self.calls += 1
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            words = re.findall(r"[a-z0-9]+", text.lower()) or ["<empty>"]
-            for word in words:
-                h = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "little")
-                out[i, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
-            norm = np.linalg.norm(out[i])
-            out[i] = out[i] / norm if norm else np.eye(self.dim, dtype=np.float32)[0]
-        if progress:
-            progress(len(texts), len(texts))
-        return out
+        return super().encode(texts, batch_size=batch_size, progress=progress)
 
 
-SMALL_APIS = (
-    Api("Hotels", "search hotels", "Travel", "Find hotels in a city with prices"),
-    Api("Hotels", "hotel details", "Travel", "Details and reviews of one hotel"),
-    Api("Currency", "exchange rate", "Finance", "Currency exchange rate between two currencies"),
-    Api("Currency", "convert", "Finance", "Convert an amount from one currency to another"),
-    Api("IP Lookup", "ip info", "Data", "Look up geolocation of an IP address"),
-    Api(" Weather", "forecast", "Weather", "Weather forecast for a city"),
-    Api("Jokes", "random joke", "Entertainment", "A random joke"),
-    Api("Jokes", "joke by category", "Entertainment", "A joke from a category"),
-    Api("Football", "player stats", "Sports", "Statistics of a football player"),
-    Api("Football", "transfers", "", "Transfers of football players"),
-)
+SMALL_APIS = BENCHMARK_APIS
 
 
 TINY_QUERIES = (
@@ -131,31 +110,7 @@ def write_official_layout(root: Path) -> None:
 
 # ------------------------------------------------- the runner's fakes: queries, retriever, agents
 
-H = ("Hotels", "search hotels")
-HD = ("Hotels", "hotel details")
-FX = ("Currency", "exchange rate")
-CV = ("Currency", "convert")
-IP = ("IP Lookup", "ip info")
-WX = (" Weather", "forecast")
-JK = ("Jokes", "random joke")
-JC = ("Jokes", "joke by category")
-FP = ("Football", "player stats")
 FT = ("Football", "transfers")
-
-QUERY_SPECS = (
-    ("G1_instruction", "Find hotels in Paris with prices", (H,), (H, HD)),
-    ("G1_instruction", "Tell me a random joke", (JK,), (JK, JC)),
-    ("G1_instruction", "Weather forecast for Berlin", (WX,), (WX,)),
-    ("G1_instruction", "Convert 100 dollars to another currency", (CV,), (CV,)),
-    ("G1_instruction", "Look up the geolocation of IP address 1.2.3.4", (IP,), (IP,)),
-    ("G1_instruction", "Statistics of the football player Messi", (FP,), (FP,)),
-    ("G2_instruction", "Find hotels in London and check the currency exchange rate", (H, FX), (H, FX)),
-    ("G2_instruction", "Tell me a random joke and the weather forecast for Rome", (JK, WX), (JK, WX)),
-    ("G2_instruction", "Show football player stats and the weather forecast", (FP, WX), (FP, WX)),
-    ("G2_instruction", "Look up my IP address and find hotels nearby", (IP, H), (IP, H)),
-    ("G2_instruction", "Check the currency exchange rate and tell me a random joke", (FX, JK), (FX, JK)),
-    ("G2_instruction", "A random joke and the weather forecast for a city", (JK, WX), (JK, WX)),
-)
 
 
 def make_queries(n: int | None = None) -> list[Query]:
@@ -227,15 +182,24 @@ def fake_agents(delay_s: float = 0.0):
     return factory
 
 
+def bench_context(store: Store, retriever: Retriever, queries: Sequence[Query], commit: str = "test",
+                  **overrides: Any) -> BenchContext:
+    """What `bench` hands a study's runner, for a test: the default (offline) settings unless given, and the
+    studies built on the main runs read the latest main study of any backend (the fake agents' is no real one)."""
+    return BenchContext(**{"store": store, "retriever": retriever, "queries": queries, "settings": Settings(),
+                           "commit": commit, "any_backend": True, **overrides})
+
+
 def run_study(url: str, runs: int = 2, ks=(1, 3, 5), sizes=(4, 7, None), seeds: int = 2,
               concurrency: int = 4) -> tuple[Store, Retriever, list[Query]]:
     """main + ksweep + scaling into `url` on the tiny data."""
     store = Store(url)
     retriever = memoised(make_retriever())
     queries = make_queries()
-    run_main(store, retriever, fake_agents(), queries, runs=runs, k=5, concurrency=concurrency, commit="abc123")
-    run_ksweep(store, retriever, queries, ks=ks, commit="abc123")
-    run_scaling(store, retriever, queries, sizes=sizes, seeds=seeds, k=5, commit="abc123")
+    context = bench_context(store, retriever, queries, commit="abc123")
+    run_main(context, runs=runs, k=5, concurrency=concurrency, agents_for=fake_agents())
+    run_ksweep(context, ks=ks)
+    run_scaling(context, sizes=sizes, seeds=seeds, k=5)
     return store, retriever, queries
 
 
@@ -290,11 +254,11 @@ def build_app_env(folder: Path) -> dict[str, str]:
     registry = Registry("full", APIS)
     retriever = Retriever(registry, encoder, VectorIndex(encoder.encode(registry.documents)))
     store = Store(env["DATABASE_URL"])
-    run_main(store, retriever, agents_factory(Settings.from_env(env=env), retriever), QUERIES, runs=2, k=MAIN_K,
-             commit="test")
-    run_ksweep(store, retriever, QUERIES, ks=(1, MAIN_K, 5), commit="test")
-    run_hybrid(store, retriever, QUERIES, commit="test")
-    run_scaling(store, retriever, QUERIES, sizes=(6, None), seeds=2, k=MAIN_K, commit="test")
+    context = bench_context(store, retriever, QUERIES, settings=Settings.from_env(env=env))
+    run_main(context, runs=2, k=MAIN_K)
+    run_ksweep(context, ks=(1, MAIN_K, 5))
+    run_hybrid(context)
+    run_scaling(context, sizes=(6, None), seeds=2, k=MAIN_K)
     store.close()
     return env
 

@@ -412,12 +412,12 @@ def test_scaling_tab_shows_the_distractor_scale_and_the_index_table(app_env) -> 
     from core.retrieval.discovery import Retriever
     from core.retrieval.index import VectorIndex
     from core.study.distractors import run_distractors
-    from tests.helpers import APIS, FakeEncoder
+    from tests.helpers import APIS, FakeEncoder, bench_context
 
     encoder = FakeEncoder()
     retriever = Retriever(Registry("full", APIS), encoder, VectorIndex(encoder.encode([a.document for a in APIS])))
     store = Store(app_env["DATABASE_URL"])
-    run_distractors(store, retriever, QUERIES, sizes=(len(APIS) + 30,), seeds=2, k=MAIN_K, commit="test")
+    run_distractors(bench_context(store, retriever, QUERIES), sizes=(len(APIS) + 30,), seeds=2, k=MAIN_K)
     store.close()
     at = page("app_pages/results.py", {"tab": "Scaling"})
     no_exception(at)

@@ -3,6 +3,8 @@ a new study or a new backend is one entry plus its own module."""
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import json
 from dataclasses import dataclass
 
@@ -38,6 +40,20 @@ def test_bench_has_one_subcommand_per_declared_study_with_exactly_its_flags() ->
     assert _flags(bench["all"]) - common == {p.flag for s in catalog.STUDIES for p in s.params}
 
 
+def test_every_runner_takes_the_context_and_its_declared_parameters() -> None:
+    """The catalog calls `function(context, **params)`: nothing else is unpacked into a runner, and any keyword
+    it takes beyond its declared parameters (main's agents_for) has a default."""
+    for study in catalog.STUDIES:
+        module, _, function = study.runner.partition(":")
+        params = list(inspect.signature(getattr(importlib.import_module(module), function)).parameters.values())
+        assert [p.name for p in params[:1]] == ["context"], study.name
+        keywords = {p.name: p for p in params[1:] if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        assert len(keywords) == len(params) - 1, study.name
+        assert {p.name for p in study.params} <= set(keywords), study.name
+        assert all(keywords[name].default is not inspect.Parameter.empty
+                   for name in set(keywords) - {p.name for p in study.params}), study.name
+
+
 def test_every_report_section_belongs_to_exactly_one_study() -> None:
     declared = [name for study in catalog.STUDIES for name in study.sections]
     assert len(declared) == len(set(declared))
@@ -46,7 +62,7 @@ def test_every_report_section_belongs_to_exactly_one_study() -> None:
 
 def test_a_new_study_is_one_declaration_plus_its_module(tiny_env: dict[str, str], monkeypatch, capsys) -> None:
     fake = Study("fake", "RtP at k alone (a test study)", (Param("k", positive, 2, "APIs retrieved"),),
-                 "tests.fake_study:bench", ("fake",), calls_llm=False)
+                 "tests.fake_study:run_fake", ("fake",), calls_llm=False)
     monkeypatch.setattr(catalog, "STUDIES", (*catalog.STUDIES, fake))
     assert main(["bench", "fake", "--k", "3", "--subsets", "G1_instruction,G2_instruction", "--no-progress",
                  "--json"]) == 0

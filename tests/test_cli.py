@@ -102,12 +102,11 @@ def test_api_key_never_reaches_output(tiny_env, capsys, caplog) -> None:
 def test_query_json_drops_nul_characters_as_the_store_does(tiny_env, capsys, monkeypatch, tmp_path) -> None:
     """An LLM reply holding NUL characters is printed by `query --json` as the stored row holds it: without
     them (neither raw nor as the \\u0000 escape), the rest of the text unchanged."""
-    from core.agents.factory import agents_factory
     from core.settings import Settings
     from core.study.main_study import run_main
     from core.store.store import Store
     from tests.fake_llm_servers import ModeServer, openai_ok
-    from tests.helpers import make_queries, make_retriever
+    from tests.helpers import bench_context, make_queries, make_retriever
 
     # One reply that parses both as stubs and as a plan answers every call.
     reply = json.dumps({"stubs": [{"name": "search\u0000_hotels", "reasoning": "hotels\u0000 in a city"}],
@@ -123,7 +122,7 @@ def test_query_json_drops_nul_characters_as_the_store_does(tiny_env, capsys, mon
         printed = capsys.readouterr().out
         url = f"sqlite:///{tmp_path / 'nul.sqlite'}"
         settings = Settings.from_env({**tiny_env, **env})
-        run_main(Store(url), retriever, agents_factory(settings, retriever), [query], runs=1, k=3, concurrency=1)
+        run_main(bench_context(Store(url), retriever, [query], settings=settings), runs=1, k=3, concurrency=1)
 
     assert "\x00" not in printed and "\\u0000" not in printed
     result = json.loads(printed)

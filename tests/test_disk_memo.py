@@ -12,13 +12,14 @@ from core.analysis.reader import ResultsReader
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
 from core.store.store import Store
-from tests.helpers import fake_agents, make_queries, make_retriever
+from tests.helpers import bench_context, fake_agents, make_queries, make_retriever
 
 
 @pytest.fixture
 def study(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'results.sqlite'}"
-    run_main(Store(url), memoised(make_retriever()), fake_agents(), make_queries(), runs=1, commit="memo")
+    run_main(bench_context(Store(url), memoised(make_retriever()), make_queries(), commit="memo"), runs=1,
+             agents_for=fake_agents())
     return url
 
 
@@ -43,7 +44,9 @@ def test_a_run_that_completes_is_a_new_signature(study: str, tmp_path: Path) -> 
     cache = tmp_path / "cache"
     before = ResultsReader(study, cache).main_table()
     queries = [q for q in make_queries() if q.subset == "G1_instruction"]
-    run_main(Store(study), memoised(make_retriever()), fake_agents(), queries, runs=2, commit="memo")  # adds run 1
+    # adds run 1
+    run_main(bench_context(Store(study), memoised(make_retriever()), queries, commit="memo"), runs=2,
+             agents_for=fake_agents())
     after = ResultsReader(study, cache).main_table()
     assert not after.equals(before)
     pd.testing.assert_frame_equal(after, ResultsReader(study).main_table())

@@ -14,7 +14,7 @@ from core.study.distractors import distractor_sizes, run_distractors
 from core.study.main_study import run_main
 from core.study.scaling import run_scaling
 from core.store.store import Store
-from tests.helpers import fake_agents, make_queries, make_retriever
+from tests.helpers import bench_context, fake_agents, make_queries, make_retriever
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def study(tmp_path: Path):
     store = Store(url)
     retriever = memoised(make_retriever())
     queries = make_queries()
-    run_main(store, retriever, fake_agents(), queries, runs=1, concurrency=2, commit="x")
+    run_main(bench_context(store, retriever, queries, commit="x"), runs=1, concurrency=2, agents_for=fake_agents())
     return url, store, retriever, queries
 
 
@@ -44,7 +44,8 @@ def test_sizes_start_at_the_real_registry() -> None:
 def test_runs_record_the_distractors_and_recall_never_rises_as_they_grow(study) -> None:
     url, store, retriever, queries = study
     n = len(retriever.registry)
-    touched = run_distractors(store, retriever, queries, sizes=(4, None, n + 20, n + 200), seeds=2, k=3, commit="x")
+    touched = run_distractors(bench_context(store, retriever, queries, commit="x"), sizes=(4, None, n + 20, n + 200),
+                              seeds=2, k=3)
     runs = store.runs(kind="distractors")
     assert len(touched) == len(runs) == 2 * 2 * (1 + 2 * 2)  # subsets x archs x (real once + 2 sizes x 2 seeds)
     assert all(r.status == "complete" and store.count_results(r.id) == 6 for r in runs)
@@ -68,8 +69,9 @@ def test_runs_record_the_distractors_and_recall_never_rises_as_they_grow(study) 
 def test_the_real_point_equals_the_scaling_study_on_the_full_registry(study) -> None:
     url, store, retriever, queries = study
     n = len(retriever.registry)
-    run_distractors(store, retriever, queries, sizes=(None,), seeds=1, k=5, commit="x")
-    run_scaling(store, retriever, queries, sizes=(None,), seeds=1, k=5, commit="x")
+    context = bench_context(store, retriever, queries, commit="x")
+    run_distractors(context, sizes=(None,), seeds=1, k=5)
+    run_scaling(context, sizes=(None,), seeds=1, k=5)
     reader = ResultsReader(url)
     ours, theirs = reader.distractors(), reader.scaling()
     assert ours["size"].tolist() == theirs["size"].tolist() == [n] * 4
@@ -80,21 +82,22 @@ def test_the_real_point_equals_the_scaling_study_on_the_full_registry(study) -> 
 def test_resume_skips_finished_runs_without_refitting(study, monkeypatch) -> None:
     url, store, retriever, queries = study
     n = len(retriever.registry)
-    run_distractors(store, retriever, queries, sizes=(n + 30,), seeds=1, k=3, commit="x")
+    run_distractors(bench_context(store, retriever, queries, commit="x"), sizes=(n + 30,), seeds=1, k=3)
     before = len(store.runs(kind="distractors"))
 
     def refuse(*args, **kwargs):
         raise AssertionError("nothing left to do: the mixture must not be fitted again")
 
     monkeypatch.setattr(DistractorModel, "fit", refuse)
-    assert run_distractors(store, retriever, queries, sizes=(n + 30,), seeds=1, k=3, resume=True, commit="x") == []
+    resumed = bench_context(store, retriever, queries, commit="x", resume=True)
+    assert run_distractors(resumed, sizes=(n + 30,), seeds=1, k=3) == []
     assert len(store.runs(kind="distractors")) == before
 
 
 def test_reader_and_report_label_the_synthetic_sizes(study) -> None:
     url, store, retriever, queries = study
     n = len(retriever.registry)
-    run_distractors(store, retriever, queries, sizes=(n + 40,), seeds=2, k=5, commit="x")
+    run_distractors(bench_context(store, retriever, queries, commit="x"), sizes=(n + 40,), seeds=2, k=5)
     table = ResultsReader(url).distractors()
     assert sorted(set(table["size"])) == [n, n + 40]
     synthetic = table[table["size"] == n + 40]

@@ -29,7 +29,7 @@ from core.settings import Settings
 from core.store.store import QueryResult, Run, Store
 from core.agents.stubs import StubOutcome
 from core.data.toolbench import Query
-from tests.helpers import CV, H, FakePlanner, FakeStubWriter, fake_agents, make_queries, make_retriever
+from tests.helpers import CV, H, FakePlanner, FakeStubWriter, bench_context, fake_agents, make_queries, make_retriever
 
 
 @pytest.fixture
@@ -50,7 +50,8 @@ def test_main_writes_every_run_and_query_with_provenance(db_url: str) -> None:
     retriever = memoised(make_retriever())
     queries = make_queries()
     factory = fake_agents()
-    ids = run_main(store, retriever, factory, queries, runs=2, k=5, concurrency=4, commit="abc123")
+    ids = run_main(bench_context(store, retriever, queries, commit="abc123"), runs=2, k=5, concurrency=4,
+                   agents_for=factory)
     runs = store.runs(kind="main")
     assert len(ids) == len(runs) == 2 * 2 * 2  # subsets x runs x archs
     assert all(r.status == "complete" and r.n_queries == 6 for r in runs)
@@ -69,7 +70,7 @@ def test_rows_hold_scores_for_both_golds_hits_stubs_and_plans(db_url: str) -> No
     store = Store(db_url)
     retriever = memoised(make_retriever())
     queries = make_queries()
-    run_main(store, retriever, fake_agents(), queries, runs=1, k=5, concurrency=1, commit="x")
+    run_main(bench_context(store, retriever, queries, commit="x"), runs=1, k=5, concurrency=1, agents_for=fake_agents())
     by_uid = {q.uid: q for q in queries}
     expected = dict(zip((q.uid for q in queries), rtp_batch([q.query for q in queries], 5, retriever)))
     for row in rows_of(store, arch="rtp"):
@@ -102,7 +103,8 @@ def test_rows_hold_scores_for_both_golds_hits_stubs_and_plans(db_url: str) -> No
 
 def test_rtp_retrieval_is_identical_across_runs_and_ptr_stubs_are_per_run(db_url: str) -> None:
     store = Store(db_url)
-    run_main(store, memoised(make_retriever()), fake_agents(), make_queries(), runs=2, concurrency=2, commit="x")
+    run_main(bench_context(store, memoised(make_retriever()), make_queries(), commit="x"), runs=2, concurrency=2,
+             agents_for=fake_agents())
     rtp = {(r.run_id, r.query_uid): r.hits for r in rows_of(store, arch="rtp")}
     by_run: dict[int, dict[str, list]] = {}
     for (run_id, uid), hits in rtp.items():
@@ -132,7 +134,7 @@ def main_study(db_url: str):
     retriever = memoised(make_retriever())
     queries = make_queries()
     factory = fake_agents()
-    run_main(store, retriever, factory, queries, runs=2, concurrency=2, commit="x")
+    run_main(bench_context(store, retriever, queries, commit="x"), runs=2, concurrency=2, agents_for=factory)
     return store, retriever, queries, factory
 
 
@@ -143,7 +145,7 @@ def discovery_calls(factory) -> int:
 def test_ksweep_reuses_stored_stubs_without_discovery_calls(db_url: str) -> None:
     store, retriever, queries, factory = main_study(db_url)
     calls_before = discovery_calls(factory)
-    ids = run_ksweep(store, retriever, queries, ks=(1, 5, 10), commit="x")
+    ids = run_ksweep(bench_context(store, retriever, queries, commit="x"), ks=(1, 5, 10))
     assert discovery_calls(factory) == calls_before
     sweep = store.runs(kind="ksweep")
     assert len(ids) == len(sweep) == 2 * (3 + 3 * 2)  # subsets x (RtP per k + PtR per k and main run)
@@ -171,18 +173,18 @@ def test_ksweep_reuses_stored_stubs_without_discovery_calls(db_url: str) -> None
 
 def test_ksweep_without_a_main_study_says_what_to_run(db_url: str) -> None:
     with pytest.raises(ValueError, match="bench main"):
-        run_ksweep(Store(db_url), make_retriever(), make_queries(), ks=(1,))
+        run_ksweep(bench_context(Store(db_url), make_retriever(), make_queries()), ks=(1,))
 
 
 def test_scaling_keeps_gold_skips_sizes_too_small_and_runs_full_once(db_url: str) -> None:
     store = Store(db_url)
     retriever = memoised(make_retriever())
     queries = make_queries()
-    run_main(store, retriever, fake_agents(), queries, runs=1, concurrency=2, commit="x")
+    run_main(bench_context(store, retriever, queries, commit="x"), runs=1, concurrency=2, agents_for=fake_agents())
     by_subset = {s: [q for q in queries if q.subset == s] for s in ("G1_instruction", "G2_instruction")}
     assert [len(subset_gold_rows(retriever, qs)) for qs in by_subset.values()] == [8, 6]  # both definitions
     assert scaling_sizes((4, 9, 20, None), 10) == [4, 9, 10]
-    run_scaling(store, retriever, queries, sizes=(4, 7, None), seeds=3, k=5, commit="x")
+    run_scaling(bench_context(store, retriever, queries, commit="x"), sizes=(4, 7, None), seeds=3, k=5)
     runs = store.runs(kind="scaling")
     skipped = {(r.spec.subset, r.spec.sub_size) for r in runs if r.status == "skipped"}
     assert skipped == {("G1_instruction", 4), ("G1_instruction", 7), ("G2_instruction", 4)}
@@ -212,7 +214,7 @@ def test_resume_completes_unfinished_runs_and_redoes_error_rows(db_url: str) -> 
     store = Store(db_url)
     retriever = memoised(make_retriever())
     queries = make_queries()
-    run_main(store, retriever, fake_agents(), queries, runs=1, concurrency=2, commit="x")
+    run_main(bench_context(store, retriever, queries, commit="x"), runs=1, concurrency=2, agents_for=fake_agents())
     victim = store.runs(kind="main")[1]
     with store.session.begin() as s:  # simulate a crash: a few rows missing, one failed, still "running"
         rows = list(s.scalars(select(QueryResult).where(QueryResult.run_id == victim.id)))
@@ -221,7 +223,8 @@ def test_resume_completes_unfinished_runs_and_redoes_error_rows(db_url: str) -> 
         rows[2].error = "RuntimeError: transient"
         s.execute(update(Run).where(Run.id == victim.id).values(status="running", finished_at=None))
     factory = fake_agents()
-    run_main(store, retriever, factory, queries, runs=1, concurrency=2, resume=True, commit="x")
+    run_main(bench_context(store, retriever, queries, commit="x", resume=True), runs=1, concurrency=2,
+             agents_for=factory)
     assert len(store.runs(kind="main")) == 4  # nothing new: the unfinished run was continued
     assert all(r.status == "complete" for r in store.runs(kind="main"))
     rows = store.results(victim.id, ("query_uid", "error"))
@@ -239,7 +242,8 @@ def test_a_failing_query_is_stored_as_an_error_row_not_a_crash(db_url: str) -> N
             return super().write(query)
 
     factory = lambda r: Agents(Boom(r), FakePlanner())  # noqa: E731
-    run_main(store, memoised(make_retriever()), factory, make_queries(), runs=1, concurrency=2, commit="x")
+    run_main(bench_context(store, memoised(make_retriever()), make_queries(), commit="x"), runs=1, concurrency=2,
+             agents_for=factory)
     errors = [r for r in rows_of(store, arch="ptr") if r.error]
     assert len(errors) == 1 and "boom" in errors[0].error and errors[0].recall_api_list is None
     assert all(r.status == "complete" for r in store.runs())
@@ -296,14 +300,14 @@ def main_study_with_fallback_stubs(db_url: str) -> tuple[Store, Retriever, list[
     store = Store(db_url)
     retriever = memoised(make_retriever())
     queries = make_queries()
-    run_main(store, retriever, lambda r: Agents(FailingStubWriter(r), FakePlanner()), queries, runs=1,
-             concurrency=2, commit="x")
+    run_main(bench_context(store, retriever, queries, commit="x"), runs=1, concurrency=2,
+             agents_for=lambda r: Agents(FailingStubWriter(r), FakePlanner()))
     return store, retriever, queries
 
 
 def test_a_fallback_stub_is_stored_without_the_query_text_and_rebuilt_for_reuse(db_url: str) -> None:
     store, retriever, queries = main_study_with_fallback_stubs(db_url)
-    run_ksweep(store, retriever, queries, ks=(5, 10), commit="x")
+    run_ksweep(bench_context(store, retriever, queries, commit="x"), ks=(5, 10))
     by_uid = {q.uid: q for q in queries}
     for row in rows_of(store, arch="ptr"):
         assert row.query_uid and by_uid[row.query_uid].query not in json.dumps([row.stubs, row.hits])
@@ -317,12 +321,13 @@ def test_a_fallback_stub_is_stored_without_the_query_text_and_rebuilt_for_reuse(
 def test_hybrid_reuses_stored_stubs_adds_the_query_and_resumes(db_url: str) -> None:
     store, retriever, queries, factory = main_study(db_url)
     calls_before = discovery_calls(factory)
-    ids = run_hybrid(store, retriever, queries, commit="x")
+    ids = run_hybrid(bench_context(store, retriever, queries, commit="x"))
     assert discovery_calls(factory) == calls_before  # no discovery calls
     runs = store.runs(kind="hybrid")
     assert len(ids) == len(runs) == 2 * 2 and all(r.spec.arch == "hybrid" and r.spec.k == 5 for r in runs)
     assert all(r.status == "complete" and store.count_results(r.id) == 6 for r in runs)
-    assert run_hybrid(store, retriever, queries, resume=True, commit="x") == []  # finished runs are skipped
+    # finished runs are skipped
+    assert run_hybrid(bench_context(store, retriever, queries, commit="x", resume=True)) == []
     by_uid = {q.uid: q for q in queries}
     for run in (r for r in runs if r.spec.run_index == 0):  # hits are kept for run index 0
         source = {row["query_uid"]: row["stubs"] for row in store.results(run.spec.source_run_id, ("query_uid", "stubs"))}
@@ -335,7 +340,7 @@ def test_hybrid_reuses_stored_stubs_adds_the_query_and_resumes(db_url: str) -> N
 
 def test_hybrid_of_fallback_stubs_is_the_query_alone_and_stores_no_query_text(db_url: str) -> None:
     store, retriever, queries = main_study_with_fallback_stubs(db_url)
-    run_hybrid(store, retriever, queries, commit="x")
+    run_hybrid(bench_context(store, retriever, queries, commit="x"))
     rtp = {r.query_uid: r for r in rows_of(store, kind="main", arch="rtp")}
     for row in rows_of(store, kind="hybrid"):
         assert row.recall_api_list == rtp[row.query_uid].recall_api_list and row.same_as_rtp

@@ -21,7 +21,7 @@ from core.retrieval.memo import memoised
 from core.study.main_study import run_main
 from core.study.rows import llm_failure
 from core.store.store import Store
-from tests.helpers import make_queries, make_retriever
+from tests.helpers import bench_context, make_queries, make_retriever
 
 
 class ScriptedClient:
@@ -55,9 +55,8 @@ def study_rows(tmp_path: Path, answer: Callable[[], str]) -> list[dict[str, Any]
     """The stored rows of a one-run main study whose stub writer and planner ask `answer`."""
     store = Store(f"sqlite:///{tmp_path / 'results.sqlite'}")
     client = ScriptedClient(answer)
-    run_main(store, memoised(make_retriever()), lambda r: Agents(LLMStubWriter(client),
-                                                                 LLMPlanner(client, lambda key: None)),
-             make_queries(1), runs=1, concurrency=1, commit="x")
+    run_main(bench_context(store, memoised(make_retriever()), make_queries(1), commit="x"), runs=1, concurrency=1,
+             agents_for=lambda r: Agents(LLMStubWriter(client), LLMPlanner(client, lambda key: None)))
     return [row for run in store.runs(kind="main")
             for row in store.results(run.id, ("error", "stub_fallback", "stub_error"))]
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from core.agents.factory import agents_factory
 from core.agents.llm import CallCache
 from core.analysis.reader import ResultsReader
 from core.analysis.report import NoUsableRows, build_report
@@ -28,7 +27,7 @@ from core.study.single_query import inspect_query
 from core.store.store import Store
 from tests.fake_llm_servers import (FakeServer, ModeServer, Scripted, gemini_prompt_blocked, gemini_reply_blocked,
                                     openai_error, openai_filtered, openai_ok)
-from tests.helpers import make_queries, make_retriever
+from tests.helpers import bench_context, make_queries, make_retriever
 
 KEY = "sk-CANARY-fault-matrix-7Q2"
 STUBS_OK = json.dumps({"stubs": [{"name": "search_hotels", "reasoning": "hotels in a city"}]})
@@ -133,8 +132,8 @@ def check_mode(mode: Mode, settings: Settings, tmp_path: Path) -> None:
 
     # The study's path: the rows are stored, failed or labelled, and the report counts them.
     url = f"sqlite:///{tmp_path / 'results.sqlite'}"
-    run_main(Store(url), retriever, agents_factory(settings, retriever), [query], runs=1, k=3, concurrency=2,
-             commit="fault")
+    run_main(bench_context(Store(url), retriever, [query], commit="fault", settings=settings), runs=1, k=3,
+             concurrency=2)
     rows = Store(url).results(1, ("error", "stub_fallback", "stub_error")) + Store(url).results(2, (
         "error", "stub_fallback", "stub_error"))
     ptr = [r for r in rows if r["stub_fallback"] is not None]
@@ -177,7 +176,7 @@ def test_a_key_echoed_in_a_successful_reply_reaches_nothing(settings_for, tmp_pa
     query = make_queries(1)[0]
     assert KEY not in json.dumps(inspect_query(query.query, 3, retriever, settings).to_json())
     url = f"sqlite:///{tmp_path / 'results.sqlite'}"
-    run_main(Store(url), retriever, agents_factory(settings, retriever), [query], runs=1, k=3, concurrency=1)
+    run_main(bench_context(Store(url), retriever, [query], settings=settings), runs=1, k=3, concurrency=1)
     for file in tmp_path.rglob("*"):
         if file.is_file():
             assert KEY.encode() not in file.read_bytes(), file
@@ -189,7 +188,7 @@ def test_an_outage_then_resume_redoes_the_failed_rows(settings_for, tmp_path: Pa
     retriever = memoised(make_retriever())
     queries = make_queries(2)
     url = f"sqlite:///{tmp_path / 'results.sqlite'}"
-    run_main(Store(url), retriever, agents_factory(settings, retriever), queries, runs=1, k=3, concurrency=2)
+    run_main(bench_context(Store(url), retriever, queries, settings=settings), runs=1, k=3, concurrency=2)
     reader = ResultsReader(url)
     assert reader.status()["failed_rows"] == 2 * len(queries)
     runs = reader.runs()
@@ -205,8 +204,8 @@ def test_an_outage_then_resume_redoes_the_failed_rows(settings_for, tmp_path: Pa
     server.reply = Scripted(200, openai_ok(json.dumps({"stubs": [{"name": "search_hotels", "reasoning": "r"}],
                                                        "selected_apis": [], "steps": [], "refusal": "none fits"})
                                            ).body)
-    run_main(Store(url), retriever, agents_factory(settings, retriever), queries, runs=1, k=3, concurrency=2,
-             resume=True)
+    run_main(bench_context(Store(url), retriever, queries, settings=settings, resume=True), runs=1, k=3,
+             concurrency=2)
     reader = ResultsReader(url)
     assert reader.status()["failed_rows"] == 0
     rows = [r for run in reader.runs()["id"] for r in Store(url).results(int(run), ("error", "stub_fallback"))]

@@ -9,7 +9,7 @@ import pytest
 from core.analysis.headlines import crossover_lines, crossover_verdict, differences
 from core.analysis.reader import ResultsReader
 from core.study.hybrid import run_hybrid
-from tests.helpers import run_study
+from tests.helpers import bench_context, run_study
 
 
 def board(system: str, recalls: dict[str, tuple[float, float]]) -> pd.DataFrame:
@@ -41,15 +41,15 @@ def test_no_study_no_claim() -> None:
 def test_a_tab_falls_back_to_the_latest_study_that_has_its_runs(tmp_path: Path) -> None:
     """The fake backend's study has main, k sweep and scaling runs; an offline main study written later has none:
     the latest study is then the offline one, and its scaling tab falls back to the fake one's runs."""
-    from core.agents.factory import agents_factory
     from core.settings import Settings
     from core.study.main_study import run_main
 
     url = f"sqlite:///{tmp_path / 'two.sqlite'}"
     store, retriever, queries = run_study(url, runs=1, ks=(5,), sizes=(4, None), seeds=1)
-    offline = agents_factory(Settings.from_env(env={"LLM_BACKEND": "offline", "CACHE_DIR": str(tmp_path)}), retriever)
-    run_main(store, retriever, offline, queries, runs=1, k=5, commit="abc123")
-    run_hybrid(store, retriever, queries, commit="abc123")  # on the latest main study: the offline one
+    offline = bench_context(store, retriever, queries, commit="abc123",
+                            settings=Settings.from_env(env={"LLM_BACKEND": "offline", "CACHE_DIR": str(tmp_path)}))
+    run_main(offline, runs=1, k=5)
+    run_hybrid(offline)  # on the latest main study: the offline one
     store.close()
     reader = ResultsReader(url)
     assert reader.setup()["llm_backend"] == "offline"
@@ -63,17 +63,16 @@ def test_a_tab_falls_back_to_the_latest_study_that_has_its_runs(tmp_path: Path) 
 def test_a_study_under_way_on_one_subset_does_not_replace_a_whole_one(tmp_path: Path) -> None:
     """The default study covers the most subsets: a later offline study of G2 alone (a model study under way) leaves
     the pages on the whole fake study; with every subset it becomes the default."""
-    from core.agents.factory import agents_factory
     from core.settings import Settings
     from core.study.main_study import run_main
 
     url = f"sqlite:///{tmp_path / 'partial.sqlite'}"
     store, retriever, queries = run_study(url, runs=1, ks=(5,), sizes=(None,), seeds=1)
-    offline = agents_factory(Settings.from_env(env={"LLM_BACKEND": "offline", "CACHE_DIR": str(tmp_path)}), retriever)
-    run_main(store, retriever, offline, [q for q in queries if q.subset == "G2_instruction"], runs=1, k=5,
-             commit="abc123")
+    offline = Settings.from_env(env={"LLM_BACKEND": "offline", "CACHE_DIR": str(tmp_path)})
+    g2 = [q for q in queries if q.subset == "G2_instruction"]
+    run_main(bench_context(store, retriever, g2, commit="abc123", settings=offline), runs=1, k=5)
     assert ResultsReader(url).setup()["llm_backend"] == "fake"
     assert set(ResultsReader(url).main_table()["subset"]) == {"G1_instruction", "G2_instruction"}
-    run_main(store, retriever, offline, queries, runs=1, k=5, commit="abc123")
+    run_main(bench_context(store, retriever, queries, commit="abc123", settings=offline), runs=1, k=5)
     store.close()
     assert ResultsReader(url).setup()["llm_backend"] == "offline"

@@ -16,11 +16,12 @@ from core.analysis.model_size import COLUMNS, model_size_table, paired_differenc
 from core.analysis.paper import load_paper
 from core.analysis.reader import ResultsReader
 from core.study.main_study import run_main
+from core.study.catalog import BenchContext
 from core.study.hybrid import run_hybrid
 from core.evaluation.stats import bootstrap_ci
 from core.store.store import Store
 from core.agents.factory import Agents
-from tests.helpers import FakePlanner, FakeStubWriter, make_queries, make_retriever, run_study
+from tests.helpers import FakePlanner, FakeStubWriter, bench_context, make_queries, make_retriever, run_study
 
 ZIP = "Find a 7-letter word, then get income data for ZIP code 98765."
 
@@ -102,9 +103,9 @@ class SecondPlanner(FakePlanner):
 def test_two_models_of_one_backend_are_two_systems_in_the_model_size_table(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'models.sqlite'}"
     store, retriever, queries = run_study(url, runs=1, ks=(5,), sizes=(None,), seeds=1)
-    run_hybrid(store, retriever, queries, commit="abc123")
-    run_main(store, retriever, lambda r: Agents(CopyingStubWriter(r), SecondPlanner()), queries, runs=1, k=5,
-             commit="abc123")
+    context = bench_context(store, retriever, queries, commit="abc123")
+    run_hybrid(context)
+    run_main(context, runs=1, k=5, agents_for=lambda r: Agents(CopyingStubWriter(r), SecondPlanner()))
     store.close()
     reader = ResultsReader(url)
     assert reader.backends() == ["fake:fake-llm-1", "fake:fake-llm-2"]
@@ -126,3 +127,18 @@ def test_two_models_of_one_backend_are_two_systems_in_the_model_size_table(tmp_p
     second = ours[ours["model"] == "fake fake-llm-2"]
     assert all(0 < r < 1 for r in second["stub_copy_rate"])
     assert set(table[table["source"] == "paper"]["model"]) == {"Gemini 2.5 Flash (paper)", "gpt-oss-120b (paper)"}
+
+
+def test_the_hybrid_builds_on_the_configured_models_main_study_not_the_latest_model(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two models of one backend stored, the second later: a hybrid run for the first model searches the first
+    model's stubs (and says so), not the second's, although those are the latest main study of the backend."""
+    store, retriever, queries = run_study(f"sqlite:///{tmp_path / 'two.sqlite'}", runs=1, ks=(5,), sizes=(None,),
+                                          seeds=1)
+    context = bench_context(store, retriever, queries, commit="abc123")
+    run_main(context, runs=1, k=5, agents_for=lambda r: Agents(CopyingStubWriter(r), SecondPlanner()))
+    monkeypatch.setattr(BenchContext, "main_backend", property(lambda self: ("fake", "fake-llm-1")))
+    run_hybrid(context)
+    hybrid = store.runs(kind="hybrid")
+    assert hybrid and {r.spec.llm_model for r in hybrid} == {"fake-llm-1"}
+    store.close()

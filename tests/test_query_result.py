@@ -17,7 +17,7 @@ from core.study.query_result import ArchResult, QueryOutcome
 from core.study.single_query import inspect_query
 from core.store.store import Store
 from ui.inspector_view import latency_text
-from tests.helpers import FakePlanner, FakeStubWriter, fake_agents, make_queries, make_retriever
+from tests.helpers import FakePlanner, FakeStubWriter, bench_context, fake_agents, make_queries, make_retriever
 
 K = 5
 
@@ -26,8 +26,9 @@ K = 5
 def stored_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     url = f"sqlite:///{tmp_path_factory.mktemp('results') / 'results.sqlite'}"
     store, retriever, queries = Store(url), memoised(make_retriever()), make_queries()
-    run_main(store, retriever, fake_agents(), queries, runs=1, k=K, concurrency=1, commit="abc123")
-    run_hybrid(store, retriever, queries, commit="abc123")
+    context = bench_context(store, retriever, queries, commit="abc123")
+    run_main(context, runs=1, k=K, concurrency=1, agents_for=fake_agents())
+    run_hybrid(context)
     store.close()
     return url
 

@@ -20,7 +20,7 @@ from core.analysis.reader import PER_QUERY_COLUMNS, ResultsReader
 from core.settings import PROJECT_ROOT
 from core.study.query_result import QueryOutcome
 from core.evaluation.run_means import RUN_MEANS
-from tests.helpers import run_means, run_means_both_ways, run_study
+from tests.helpers import bench_context, run_means, run_means_both_ways, run_study
 
 SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid", "router",
             "cost", "backends", "model_size", "distractors"}
@@ -267,7 +267,6 @@ def test_bench_all_then_report_through_the_cli(tiny_env: dict[str, str], capsys:
 
 def test_leaderboard_puts_every_backend_beside_the_paper(tmp_path: Path) -> None:
     """Two backends' studies in one database: one row per system, architecture and subset, the paper's too."""
-    from core.agents.factory import agents_factory
     from core.study.hybrid import run_hybrid
     from core.study.main_study import run_main
     from core.analysis.paper import PAPER_SYSTEM
@@ -278,9 +277,9 @@ def test_leaderboard_puts_every_backend_beside_the_paper(tmp_path: Path) -> None
 
     url = f"sqlite:///{tmp_path / 'two.sqlite'}"
     store, retriever, queries = run_study(url, runs=1, ks=(5,), sizes=(None,), seeds=1)
-    run_hybrid(store, retriever, queries, commit="abc123")
-    offline = agents_factory(Settings.from_env(env={"LLM_BACKEND": "offline", "CACHE_DIR": str(tmp_path)}), retriever)
-    run_main(store, retriever, offline, queries, runs=1, k=5, commit="abc123")
+    run_hybrid(bench_context(store, retriever, queries, commit="abc123"))
+    offline = Settings.from_env(env={"LLM_BACKEND": "offline", "CACHE_DIR": str(tmp_path)})
+    run_main(bench_context(store, retriever, queries, commit="abc123", settings=offline), runs=1, k=5)
     store.close()
     reader = ResultsReader(url)
     assert reader.backends() == ["fake", "offline"]

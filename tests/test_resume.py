@@ -18,7 +18,7 @@ from core.study.main_study import run_main
 from core.study.scaling import run_scaling
 from core.settings import PROJECT_ROOT
 from core.store.store import QueryResult, Run, Store
-from tests.helpers import fake_agents, make_queries, make_retriever
+from tests.helpers import bench_context, fake_agents, make_queries, make_retriever
 from tests.stores import query
 
 SCRIPT = """
@@ -26,11 +26,11 @@ import sys
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
 from core.store.store import Store
-from tests.helpers import fake_agents, make_queries, make_retriever
+from tests.helpers import bench_context, fake_agents, make_queries, make_retriever
 
 url, delay, resume = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"
-run_main(Store(url), memoised(make_retriever()), fake_agents(delay), make_queries(), runs=2, concurrency=2,
-         resume=resume, commit="killed")
+run_main(bench_context(Store(url), memoised(make_retriever()), make_queries(), commit="killed", resume=resume),
+         runs=2, concurrency=2, agents_for=fake_agents(delay))
 """
 TOTAL = 12 * 2 * 2  # queries x runs x archs
 
@@ -65,8 +65,8 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path
     store = Store(url)
     assert any(r.status == "running" for r in store.runs())  # the killed runs never finished
     factory = fake_agents()
-    run_main(store, memoised(make_retriever()), factory, make_queries(), runs=2, concurrency=2, resume=True,
-             commit="killed")
+    run_main(bench_context(store, memoised(make_retriever()), make_queries(), commit="killed", resume=True),
+             runs=2, concurrency=2, agents_for=factory)
     runs = store.runs()
     assert len(runs) == 8 and all(r.status == "complete" for r in runs)  # continued, not restarted
     assert count_rows(url) == TOTAL
@@ -81,9 +81,10 @@ def test_interrupted_ksweep_and_scaling_runs_resume_without_duplicates(db_url: s
     store = Store(db_url)
     retriever = memoised(make_retriever())
     queries = make_queries()
-    run_main(store, retriever, fake_agents(), queries, runs=2, concurrency=2, commit="x")
-    run_ksweep(store, retriever, queries, ks=(1, 5), commit="x")
-    run_scaling(store, retriever, queries, sizes=(8, None), seeds=2, commit="x")
+    context = bench_context(store, retriever, queries, commit="x")
+    run_main(context, runs=2, concurrency=2, agents_for=fake_agents())
+    run_ksweep(context, ks=(1, 5))
+    run_scaling(context, sizes=(8, None), seeds=2)
     before = {r.id: store.count_results(r.id) for r in store.runs()}
     victims = [next(r for r in store.runs(kind=kind, status="complete")) for kind in ("ksweep", "scaling")]
     with store.session.begin() as s:  # as if killed between two committed chunks
@@ -92,8 +93,9 @@ def test_interrupted_ksweep_and_scaling_runs_resume_without_duplicates(db_url: s
                                  .where(QueryResult.run_id == victim.id)))
             s.execute(QueryResult.__table__.delete().where(QueryResult.id.in_(ids[:3])))
             s.execute(update(Run).where(Run.id == victim.id).values(status="running", finished_at=None))
-    run_ksweep(store, retriever, queries, ks=(1, 5), resume=True, commit="x")
-    run_scaling(store, retriever, queries, sizes=(8, None), seeds=2, resume=True, commit="x")
+    resumed = bench_context(store, retriever, queries, commit="x", resume=True)
+    run_ksweep(resumed, ks=(1, 5))
+    run_scaling(resumed, sizes=(8, None), seeds=2)
     after = {r.id: store.count_results(r.id) for r in store.runs()}
     assert after == before
     assert all(r.status in ("complete", "skipped") for r in store.runs())

@@ -9,7 +9,7 @@ from core.agents.factory import Agents
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
 from core.store.store import Store
-from tests.helpers import FakePlanner, FakeStubWriter, make_queries, make_retriever
+from tests.helpers import FakePlanner, FakeStubWriter, bench_context, make_queries, make_retriever
 
 
 def test_ptr_rows_are_stored_while_stub_calls_are_still_to_come(tmp_path: Path) -> None:
@@ -25,8 +25,7 @@ def test_ptr_rows_are_stored_while_stub_calls_are_still_to_come(tmp_path: Path) 
             return super().write(query)
 
     queries = make_queries()
-    run_main(Store(f"sqlite:///{path}"), memoised(make_retriever()),
-             lambda run_index: Agents(CountingWriter(run_index, delay_s=0.05), FakePlanner()), queries, runs=1,
-             concurrency=1, commit="order")
+    run_main(bench_context(Store(f"sqlite:///{path}"), memoised(make_retriever()), queries, commit="order"), runs=1,
+             concurrency=1, agents_for=lambda run_index: Agents(CountingWriter(run_index, delay_s=0.05), FakePlanner()))
     assert len(stored_at_each_call) == len(queries)
     assert stored_at_each_call[-1] > 0, "every stub call ran before the first PtR row was stored"

@@ -23,7 +23,7 @@ from pathlib import Path
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
 from core.store.store import Store
-from tests.helpers import fake_agents, make_queries, make_retriever
+from tests.helpers import bench_context, fake_agents, make_queries, make_retriever
 
 url, subset, delay, resume, gate = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] == "1", Path(sys.argv[5])
 queries = [q for q in make_queries() if q.subset == subset]
@@ -32,7 +32,8 @@ retriever = memoised(make_retriever())
 (gate.parent / f"{gate.name}.{subset}").touch()  # imported and ready
 while not gate.exists():  # both writers open the store and start together
     time.sleep(0.01)
-run_main(Store(url), retriever, factory, queries, runs=2, concurrency=1, resume=resume, commit="two-writers")
+run_main(bench_context(Store(url), retriever, queries, commit="two-writers", resume=resume), runs=2, concurrency=1,
+         agents_for=factory)
 print(sum(a.planner.calls for a in factory.made.values()))
 """
 SUBSETS = ("G1_instruction", "G2_instruction")

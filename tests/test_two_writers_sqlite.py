@@ -23,7 +23,7 @@ from core.retrieval.memo import memoised
 from core.settings import PROJECT_ROOT
 from core.study.main_study import run_main
 from core.store.store import Store
-from tests.helpers import fake_agents, make_queries, make_retriever
+from tests.helpers import bench_context, fake_agents, make_queries, make_retriever
 from tests.stores import STORES, query
 
 SCRIPT = """
@@ -33,7 +33,7 @@ from core.retrieval.memo import memoised
 from core.store.dburl import DatabaseUnavailable
 from core.study.main_study import run_main
 from core.store.store import Store
-from tests.helpers import fake_agents, make_queries, make_retriever
+from tests.helpers import bench_context, fake_agents, make_queries, make_retriever
 
 name, subsets, runs, delay = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), float(sys.argv[4])
 resume, folder, urls = sys.argv[5] == "1", Path(sys.argv[6]), sys.argv[7:]
@@ -47,8 +47,8 @@ for attempt, url in enumerate(urls):
     try:
         store = Store(url)
         try:
-            run_main(store, retriever, factory, queries, runs=runs, concurrency=2, resume=resume,
-                     commit="two-writers")
+            run_main(bench_context(store, retriever, queries, commit="two-writers", resume=resume), runs=runs,
+                     concurrency=2, agents_for=factory)
         finally:
             store.close()
     except DatabaseUnavailable as exc:  # what python -m core prints for it: one line, exit 1
@@ -117,7 +117,8 @@ def test_two_identical_resumes_at_once_leave_the_runs_to_one_and_no_traceback(
     url = new_store(kind)
     store = Store(url)
     try:
-        run_main(store, memoised(make_retriever()), fake_agents(), make_queries(), runs=RUNS, commit="two-writers")
+        run_main(bench_context(store, memoised(make_retriever()), make_queries(), commit="two-writers"), runs=RUNS,
+                 agents_for=fake_agents())
     finally:
         store.close()
     # As a killed bench leaves them: every run still running, two rows in three never committed.

@@ -64,15 +64,15 @@ def study_overhead(settings: Settings, queries: list, retriever, concurrency: in
     """Wall time of a one-run main study of `queries` against N·L/C from the latencies its rows store."""
     from sqlalchemy import select
 
-    from core.agents.factory import agents_factory
+    from core.study.catalog import BenchContext
     from core.study.main_study import run_main
     from core.store.store import QueryResult, Store
 
     with tempfile.TemporaryDirectory() as folder:
         store = Store(f"sqlite:///{Path(folder) / 'perf.sqlite'}")
-        factory = agents_factory(settings, retriever, use_cache=False)
+        context = BenchContext(store, retriever, queries, settings, "perf", use_cache=False)
         start = time.perf_counter()
-        run_main(store, retriever, factory, queries, runs=1, concurrency=concurrency, commit="perf")
+        run_main(context, runs=1, concurrency=concurrency)
         wall = time.perf_counter() - start
         with store.engine.connect() as conn:
             rows = conn.execute(select(QueryResult.stub_latency_s, QueryResult.plan_latency_s)).all()

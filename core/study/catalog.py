@@ -2,8 +2,8 @@
 
 `python -m core bench` builds one subcommand per study (and `all`, in this order) from these declarations,
 `report` builds its sections study by study, and the Results page lists them. A new study is one
-more entry here plus its own module, whose `bench(context, **params)` writes its runs. Runners are
-named "module:function" and imported on first use, so `--help` and the pages stay fast.
+more entry here plus its own module, whose runner `function(context, **params)` writes its runs. Runners
+are named "module:function" and imported on first use, so `--help` and the pages stay fast.
 """
 from __future__ import annotations
 
@@ -115,7 +115,8 @@ class Param:
 
 @dataclass(frozen=True)
 class BenchContext:
-    """What every study's runner gets from `bench`: where to write, what to run on, and the run's provenance."""
+    """What every study's runner takes besides its own parameters: where to write, what to run on, and the run's
+    provenance."""
 
     store: Store
     retriever: Retriever
@@ -126,6 +127,13 @@ class BenchContext:
     resume: bool = False
     progress: bool = False
     use_cache: bool = True
+    any_backend: bool = False  # True: build on the latest main study whatever its backend (tests' fake agents)
+
+    @property
+    def main_backend(self) -> tuple[str | None, str | None]:
+        """(backend, model) whose latest main study the other studies build on: the configured ones, or with
+        `any_backend` (None, None), which core.study.sources.main_sources reads as any."""
+        return (None, None) if self.any_backend else (self.settings.llm_backend, self.settings.llm_model)
 
 
 @dataclass(frozen=True)
@@ -155,18 +163,19 @@ STUDIES: tuple[Study, ...] = (
            Param("concurrency", within("concurrency"), 8, "LLM calls in flight (default 8)"),
            Param("plan_sample", within("plan_sample"), 0, "plan only this many queries per subset, a stratified seeded sample "
                                                  "(core/study/sample.py), and retrieve for all (default 0: plan all)")),
-          "core.study.main_study:bench",
+          "core.study.main_study:run_main",
           ("main", "paired", "wins", "divergence", "trajectory", "stubs", "search_width", "router", "backends",
            "model_size", "cost"),
           calls_llm=True),
     Study("ksweep", "recall/precision at k=1,3,5,10,20",
           (Param("ks", parse_ks, list(KSWEEP_KS), f"k values of the sweep (default {','.join(map(str, KSWEEP_KS))})"),),
-          "core.study.ksweep:bench", ("ksweep",), calls_llm=False),
+          "core.study.ksweep:run_ksweep", ("ksweep",), calls_llm=False),
     Study("hybrid", "stored PtR stubs plus the raw query, merged by best similarity (beyond the paper)", (),
-          "core.study.hybrid:bench", ("hybrid",), calls_llm=False, beyond_paper=True),
+          "core.study.hybrid:run_hybrid", ("hybrid",), calls_llm=False, beyond_paper=True),
     Study("scaling", "registry sizes 1k..full x seeds",
-          (K, SIZES, SEEDS), "core.study.scaling:bench", ("scaling",), calls_llm=False),
+          (K, SIZES, SEEDS), "core.study.scaling:run_scaling", ("scaling",), calls_llm=False),
     Study("distractors", "sizes above the real registry: its APIs plus SYNTHETIC distractor vectors, exact search "
                          "(beyond the paper)",
-          (K, SIZES, SEEDS), "core.study.distractors:bench", ("distractors",), calls_llm=False, beyond_paper=True),
+          (K, SIZES, SEEDS), "core.study.distractors:run_distractors", ("distractors",), calls_llm=False,
+          beyond_paper=True),
 )

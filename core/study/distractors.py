@@ -27,6 +27,7 @@ from core.study.sources import main_sources, stored_stubs
 from core.store.store import RunSpec, Store
 
 QUERY_CHUNK = 64  # queries per batched search: an exact search of 1M rows scores chunk x 1M at once
+FIT_SEED = 0  # the seed of the distractor mixture's one fit; the study's seeds draw from that one mixture
 
 
 @dataclass(frozen=True)
@@ -44,28 +45,25 @@ def distractor_sizes(sizes: Sequence[int | None], registry_size: int) -> list[in
     return [registry_size, *sorted({int(s) for s in sizes if s is not None and s > registry_size})]
 
 
-def run_distractors(store: Store, retriever: Retriever, queries: Sequence[Query], *,
-                    sizes: Sequence[int | None] = SCALING_SIZES, seeds: int = SCALING_SEEDS, k: int = MAIN_K,
-                    resume: bool = False, progress: bool = False, llm_backend: str | None = None,
-        llm_model: str | None = None,
-                    commit: str | None = None, config: dict[str, Any] | None = None,
-                    fit_seed: int = 0) -> list[int]:
+def run_distractors(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int | None] = SCALING_SIZES,
+                    seeds: int = SCALING_SEEDS) -> list[int]:
     """RtP and PtR (stubs of main run 0) on the real registry plus synthetic distractors, exact flat search.
 
-    The mixture is fitted once (seed `fit_seed`); seed s draws distractors with default_rng([s, block]).
+    The mixture is fitted once (seed FIT_SEED); seed s draws distractors with default_rng([s, block]).
     """
-    retriever = memoised(retriever)
+    store, resume = context.store, context.resume
+    retriever = memoised(context.retriever)
     n = len(retriever.registry)
     totals = distractor_sizes(sizes, n)
-    subsets = by_subset(queries)
+    subsets = by_subset(context.queries)
     sources: dict[str, Source] = {}
     for subset, qs in subsets.items():
-        src = main_sources(store, retriever, subset, llm_backend, llm_model)
-        sources[subset] = Source(Setup.of_run(src.rtp, commit), src.rtp.id, src.ptr[0].id,
+        src = main_sources(store, retriever, subset, *context.main_backend)
+        sources[subset] = Source(Setup.of_run(src.rtp, context.commit), src.rtp.id, src.ptr[0].id,
                                  stored_stubs(store, src.ptr[0].id, qs))
     model: DistractorModel | None = None
     touched: list[int] = []
-    bar = progress_bar(sum(1 if total == n else seeds for total in totals), "bench distractors", progress)
+    bar = progress_bar(sum(1 if total == n else seeds for total in totals), "bench distractors", context.progress)
     try:
         for seed in range(seeds):
             cells = [total for total in totals if seed == 0 or total > n]
@@ -75,13 +73,13 @@ def run_distractors(store: Store, retriever: Retriever, queries: Sequence[Query]
                      for total in cells for subset in subsets for arch in PAPER_ARCHS}
             pending = sorted({key[0] for key, spec in specs.items() if not (resume and _finished(store, spec))})
             if pending and pending[-1] > n and model is None:
-                model = DistractorModel.fit(retriever.index.vectors, fit_seed)
+                model = DistractorModel.fit(retriever.index.vectors, FIT_SEED)
             vectors, parents = (model.extended(pending[-1], seed) if pending and pending[-1] > n and model
                                 else (retriever.index.vectors, None))
             for total in cells:
                 if total in pending:
                     drawn = {"distractors": {**model.provenance(), "draw_seed": seed}} if total > n and model else {}
-                    run_config = {**(config or {}), "index": {"kind": "flat"}, "synthetic_distractors": total - n,
+                    run_config = {**context.config, "index": {"kind": "flat"}, "synthetic_distractors": total - n,
                                   **drawn}
                     index = VectorIndex(vectors[:total])
                     view = (retriever.with_index(index) if total == n
@@ -115,12 +113,3 @@ def _write_cell(store: Store, view: Retriever, subsets: dict[str, list[Query]], 
         touched += store_retrieval_runs(store, view, opened, with_stubs, stubs, specs[(total, subset, "rtp")].k,
                                         QUERY_CHUNK)
     return touched
-
-
-def bench(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int | None] = SCALING_SIZES,
-          seeds: int = SCALING_SEEDS) -> list[int]:
-    """The catalog's entry: the configured registry plus distractors, stubs of the configured backend's main run 0."""
-    return run_distractors(context.store, context.retriever, context.queries, sizes=sizes, seeds=seeds, k=k,
-                           resume=context.resume, progress=context.progress,
-                           llm_backend=context.settings.llm_backend,
-        llm_model=context.settings.llm_model, commit=context.commit, config=context.config)

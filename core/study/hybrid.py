@@ -1,37 +1,28 @@
 """Hybrid discovery (beyond the paper): a main run's stored stubs plus the raw query; retrieval only."""
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from core.data.toolbench import Query
 from core.retrieval.batch import hybrid_batch, rtp_batch
-from core.retrieval.discovery import Retriever
 from core.retrieval.memo import memoised
 from core.study.catalog import BenchContext
 from core.study.rows import base_row, overlap_fields
 from core.study.runner import insert_run, open_run
 from core.study.sources import main_study_subsets, stored_stubs
-from core.store.store import Store
 
 
-def run_hybrid(store: Store, retriever: Retriever, queries: Sequence[Query], *, resume: bool = False,
-               progress: bool = False, llm_backend: str | None = None,
-        llm_model: str | None = None, commit: str | None = None,
-               config: dict[str, Any] | None = None) -> list[int]:
+def run_hybrid(context: BenchContext) -> list[int]:
     """Hybrid discovery (beyond the paper) at the main study's k, one run per PtR main run: that run's
     stored stubs plus the raw query, merged by best similarity. No LLM calls; retrieval only."""
-    retriever = memoised(retriever)
+    store = context.store
+    retriever = memoised(context.retriever)
     touched: list[int] = []
-    for subset, qs, src, setup in main_study_subsets(store, retriever, queries, "hybrid", progress, llm_backend,
-                                                      commit, llm_model):
+    for subset, qs, src, setup in main_study_subsets(context, "hybrid"):
         k = src.rtp.spec.k
         rtp_keys = {q.uid: d.keys for q, d in zip(qs, rtp_batch([q.query for q in qs], k, retriever))}
         for r, source in src.ptr.items():
             stubs = stored_stubs(store, source.id, qs)
             with_stubs = [q for q in qs if q.uid in stubs]
             opened = open_run(store, setup.spec("hybrid", "hybrid", subset, k, r, source_run_id=source.id),
-                              with_stubs, resume, setup.git_commit, config)
+                              with_stubs, context.resume, setup.git_commit, context.config)
             if not opened:
                 continue
             run_id, todo = opened
@@ -42,11 +33,3 @@ def run_hybrid(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
                                          **overlap_fields(d, rtp_keys[q.uid])} for q, d in zip(todo, found)])
             touched.append(run_id)
     return touched
-
-
-def bench(context: BenchContext) -> list[int]:
-    """The catalog's entry: the hybrid on the latest main study of the configured backend."""
-    return run_hybrid(context.store, context.retriever, context.queries, resume=context.resume,
-                      progress=context.progress, llm_backend=context.settings.llm_backend,
-        llm_model=context.settings.llm_model, commit=context.commit,
-                      config=context.config)

@@ -2,34 +2,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from core.data.toolbench import Query
 from core.retrieval.batch import ptr_batch, rtp_batch, truncate
-from core.retrieval.discovery import Retriever
 from core.retrieval.memo import memoised
 from core.study.catalog import KSWEEP_KS, BenchContext
 from core.study.rows import base_row, overlap_fields, stubs_json
 from core.study.runner import insert_run, open_run
 from core.study.sources import main_study_subsets, stored_stubs
-from core.store.store import Store
 
 
-def run_ksweep(store: Store, retriever: Retriever, queries: Sequence[Query], *, ks: Sequence[int] = KSWEEP_KS,
-               resume: bool = False, progress: bool = False, llm_backend: str | None = None,
-        llm_model: str | None = None,
-               commit: str | None = None, config: dict[str, Any] | None = None) -> list[int]:
+def run_ksweep(context: BenchContext, *, ks: Sequence[int] = KSWEEP_KS) -> list[int]:
     """Recall/precision at each k, both architectures, from the latest main study's stubs; no LLM calls.
 
     RtP is deterministic: one run per k. PtR: one run per k and main run index. Hits are stored for
     run index 0 at the largest k only: a smaller k's hits are exactly its prefix (see
     core.study.evaluate), which is how the read API shows them; this keeps the database small.
     """
-    retriever = memoised(retriever)
+    store, resume, config = context.store, context.resume, context.config
+    retriever = memoised(context.retriever)
     ks = sorted(set(ks))
     touched: list[int] = []
-    for subset, qs, src, setup in main_study_subsets(store, retriever, queries, "ksweep", progress, llm_backend,
-                                                      commit, llm_model):
+    for subset, qs, src, setup in main_study_subsets(context, "ksweep"):
         rtp_base = dict(zip((q.uid for q in qs), rtp_batch([q.query for q in qs], max(ks), retriever)))
         for k in ks:
             opened = open_run(store, setup.spec("ksweep", "rtp", subset, k, 0, source_run_id=src.rtp.id), qs,
@@ -62,11 +55,3 @@ def run_ksweep(store: Store, retriever: Retriever, queries: Sequence[Query], *, 
                 insert_run(store, run_id, rows)
                 touched.append(run_id)
     return touched
-
-
-def bench(context: BenchContext, *, ks: Sequence[int] = KSWEEP_KS) -> list[int]:
-    """The catalog's entry: the sweep on the latest main study of the configured backend."""
-    return run_ksweep(context.store, context.retriever, context.queries, ks=ks, resume=context.resume,
-                      progress=context.progress, llm_backend=context.settings.llm_backend,
-        llm_model=context.settings.llm_model, commit=context.commit,
-                      config=context.config)

@@ -12,7 +12,7 @@ no plan, so every planner mean is over the sample, and the run's config says so.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from core.agents.factory import Agents, AgentsFactory, agents_factory
@@ -27,26 +27,29 @@ from core.study.runner import Job, execute, open_run
 from core.study.sample import SAMPLE_SEED, STRATA, planner_sample
 from core.study.catalog import DEFAULT_RUNS, MAIN_K, BenchContext
 from core.study.setup import Setup
-from core.store.store import Store
 
 
+def run_main(context: BenchContext, *, k: int = MAIN_K, runs: int = DEFAULT_RUNS, concurrency: int = 8,
+             plan_sample: int = 0, agents_for: AgentsFactory | None = None) -> list[int]:
+    """The main comparison: per subset, RtP and PtR at k for `runs` runs. Returns the run ids touched.
 
-def run_main(store: Store, retriever: Retriever, agents_for: AgentsFactory, queries: Sequence[Query], *,
-             runs: int = DEFAULT_RUNS, k: int = MAIN_K, concurrency: int = 8, resume: bool = False,
-             progress: bool = False, commit: str | None = None, config: dict[str, Any] | None = None,
-             plan_sample: int = 0) -> list[int]:
-    """The main comparison: per subset, RtP and PtR at k for `runs` runs. Returns the run ids touched."""
+    `agents_for` (run index -> who writes stubs and plans) defaults to the configured backend's agents.
+    """
     if runs < 1:
         raise ValueError("runs must be at least 1")
+    if agents_for is None:
+        agents_for = agents_factory(context.settings, context.retriever, use_cache=context.use_cache)
+    store, queries, resume = context.store, context.queries, context.resume
+    config = {**context.config, "concurrency": concurrency}
     planned: frozenset[str] | None = None
     if plan_sample:
         planned = planner_sample(queries, plan_sample)
-        config = {**(config or {}), "planner_sample": {"per_subset": plan_sample, "seed": SAMPLE_SEED,
-                                                       "stratified_by": "api_list gold-set size",
-                                                       "strata": [list(s) for s in STRATA]}}
-    retriever = memoised(retriever)
+        config = {**config, "planner_sample": {"per_subset": plan_sample, "seed": SAMPLE_SEED,
+                                               "stratified_by": "api_list gold-set size",
+                                               "strata": [list(s) for s in STRATA]}}
+    retriever = memoised(context.retriever)
     agents = {r: agents_for(r) for r in range(runs)}
-    setup = Setup.of(retriever, agents[0], commit)
+    setup = Setup.of(retriever, agents[0], context.commit)
     jobs: list[Job] = []
     for subset, qs in by_subset(queries).items():
         rtp_found = dict(zip((q.uid for q in qs), rtp_batch([q.query for q in qs], k, retriever)))
@@ -63,7 +66,7 @@ def run_main(store: Store, retriever: Retriever, agents_for: AgentsFactory, quer
                     jobs.append(Job(run_id, tuple(todo), k, _ptr_finish(agents[r], retriever, rtp_found, planned),
                                      prepare=lambda q, w=writer: w.write(q.query),
                                      retrieve=_ptr_retrieve(retriever, k)))
-    execute(store, jobs, concurrency, progress, "bench main")
+    execute(store, jobs, concurrency, context.progress, "bench main")
     return [job.run_id for job in jobs]
 
 
@@ -109,13 +112,3 @@ def _ptr_finish(agents: Agents, retriever: Retriever, rtp_found: dict[str, Disco
                 "retrieval_latency_s": seconds, "error": llm_failure(outcome, plan)}
 
     return finish
-
-
-def bench(context: BenchContext, *, k: int = MAIN_K, runs: int = DEFAULT_RUNS, concurrency: int = 8,
-          plan_sample: int = 0) -> list[int]:
-    """The catalog's entry: the configured backend's agents, a fresh run per (subset, arch, run index)."""
-    factory = agents_factory(context.settings, context.retriever, use_cache=context.use_cache)
-    return run_main(context.store, context.retriever, factory, context.queries, runs=runs, k=k,
-                    concurrency=concurrency, resume=context.resume, progress=context.progress,
-                    commit=context.commit, config={**context.config, "concurrency": concurrency},
-                    plan_sample=plan_sample)

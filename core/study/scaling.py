@@ -6,7 +6,6 @@ distractors; retrieval only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from core.data.registry import stratified_rows
 from core.data.toolbench import GOLD_DEFINITIONS, Query
@@ -33,36 +32,34 @@ def scaling_sizes(sizes: Sequence[int | None], registry_size: int) -> list[int]:
     return sorted({registry_size if s is None or s >= registry_size else int(s) for s in sizes})
 
 
-def run_scaling(store: Store, retriever: Retriever, queries: Sequence[Query], *,
-                sizes: Sequence[int | None] = SCALING_SIZES, seeds: int = SCALING_SEEDS, k: int = MAIN_K,
-                resume: bool = False, progress: bool = False, llm_backend: str | None = None,
-        llm_model: str | None = None,
-                commit: str | None = None, config: dict[str, Any] | None = None) -> list[int]:
+def run_scaling(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int | None] = SCALING_SIZES,
+                seeds: int = SCALING_SEEDS) -> list[int]:
     """Both architectures on stratified sub-registries x seeds, with stubs of main run 0; retrieval only.
 
     The full registry needs no sampling, so it is run once (seed 0). A size too small to hold the
     subset's gold APIs is recorded once (seed 0) as a `skipped` run with the reason, never silently
     dropped.
     """
-    retriever = memoised(retriever)
+    store, resume = context.store, context.resume
+    retriever = memoised(context.retriever)
     n = len(retriever.registry)
     touched: list[int] = []
-    subsets = by_subset(queries)
+    subsets = by_subset(context.queries)
     gold = {subset: subset_gold_rows(retriever, qs) for subset, qs in subsets.items()}
     cells = [(s, size, seed) for s in subsets for size in scaling_sizes(sizes, n)
              for seed in ([0] if size == n or size < len(gold[s]) else range(seeds))]
-    bar = progress_bar(len(cells), "bench scaling", progress)
+    bar = progress_bar(len(cells), "bench scaling", context.progress)
     sources: dict[str, tuple[Sources, dict[str, tuple[tuple[Stub, ...], bool]]]] = {}
     for subset, size, seed in cells:
         qs, gold_rows = subsets[subset], gold[subset]
         if subset not in sources:
-            src = main_sources(store, retriever, subset, llm_backend, llm_model)
+            src = main_sources(store, retriever, subset, *context.main_backend)
             sources[subset] = (src, stored_stubs(store, src.ptr[0].id, qs))
         src, stubs = sources[subset]
-        setup = Setup.of_run(src.rtp, commit)
+        setup = Setup.of_run(src.rtp, context.commit)
         with_stubs = [q for q in qs if q.uid in stubs]
         extra = {"sub_size": size, "sub_seed": seed}
-        cell_config = {**(config or {}), "gold_apis": len(gold_rows)}
+        cell_config = {**context.config, "gold_apis": len(gold_rows)}
         specs = {"rtp": setup.spec("scaling", "rtp", subset, k, 0, source_run_id=src.rtp.id, **extra),
                  "ptr": setup.spec("scaling", "ptr", subset, k, 0, source_run_id=src.ptr[0].id, **extra)}
         if size < len(gold_rows):
@@ -100,12 +97,3 @@ def store_retrieval_runs(store: Store, view: Retriever, opened: dict[str, tuple[
             insert_run(store, run_id, retrieval_rows(run_id, todo, arch, found))
             touched.append(run_id)
     return touched
-
-
-def bench(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int | None] = SCALING_SIZES,
-          seeds: int = SCALING_SEEDS) -> list[int]:
-    """The catalog's entry: sub-registries of the configured registry, stubs of the configured backend's main run 0."""
-    return run_scaling(context.store, context.retriever, context.queries, sizes=sizes, seeds=seeds, k=k,
-                       resume=context.resume, progress=context.progress, llm_backend=context.settings.llm_backend,
-        llm_model=context.settings.llm_model,
-                       commit=context.commit, config=context.config)

@@ -8,6 +8,7 @@ from typing import Any
 from core.data.toolbench import Query
 from core.progress import progress_bar
 from core.retrieval.discovery import Retriever, Stub
+from core.study.catalog import BenchContext
 from core.study.rows import by_subset
 from core.study.setup import Setup
 from core.store.store import RunRecord, Store
@@ -66,17 +67,15 @@ def stored_stubs(store: Store, run_id: int, queries: Sequence[Query]) -> dict[st
     return out
 
 
-def main_study_subsets(store: Store, retriever: Retriever, queries: Sequence[Query], study: str, progress: bool,
-                        llm_backend: str | None, commit: str | None,
-                        llm_model: str | None = None) -> Iterator[tuple[str, list[Query], Sources, Setup]]:
+def main_study_subsets(context: BenchContext, study: str) -> Iterator[tuple[str, list[Query], Sources, Setup]]:
     """Per subset, for studies built on the main runs: its queries, those runs and their setup (progress per subset)."""
-    subsets = by_subset(queries)
-    bar = progress_bar(len(subsets), f"bench {study}", progress, unit="subset")
+    subsets = by_subset(context.queries)
+    bar = progress_bar(len(subsets), f"bench {study}", context.progress, unit="subset")
+    backend, model = context.main_backend  # the model too: the local backend has several
     try:
         for subset, qs in subsets.items():
-            src = main_sources(store, retriever, subset, llm_backend)
-            yield subset, qs, src, Setup.of_run(src.rtp, commit)
+            src = main_sources(context.store, context.retriever, subset, backend, model)
+            yield subset, qs, src, Setup.of_run(src.rtp, context.commit)
             bar.update(1)
     finally:
         bar.close()
-
