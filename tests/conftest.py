@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from core.retrieval.bert_numpy import NumpyBertEncoder
+from core.retrieval.bert_onnx import cached_graph
 from core.retrieval.discovery import Retriever
 from core.retrieval.embedding import canonical_model_id, resolve_model_path
 from core.retrieval.index import VectorIndex
@@ -79,6 +80,15 @@ def numpy_vectors(numpy_encoder: NumpyBertEncoder, encoder_texts: list[str]) -> 
     vectors = numpy_encoder.encode(encoder_texts)
     vectors.flags.writeable = False
     return vectors
+
+
+@pytest.fixture(scope="session")
+def graph_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache directory holding the query encoder's ONNX graph, built once per session (seconds a build): tests
+    whose subject is not the build copy its onnx/ folder into their own cache."""
+    cache = tmp_path_factory.mktemp("graph-cache")
+    cached_graph(Path(resolve_model_path(MINILM)), canonical_model_id(MINILM), cache)
+    return cache
 
 
 @pytest.fixture

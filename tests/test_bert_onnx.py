@@ -28,16 +28,8 @@ TOLERANCE = 1e-5
 
 
 @pytest.fixture(scope="module")
-def graph_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache holding the graph, built once here (seconds each time): building it is
-    test_the_graph_is_built_once_per_weights' subject; the other tests start from a built graph."""
-    cache = tmp_path_factory.mktemp("cache")
-    cached_graph(Path(resolve_model_path(MODEL)), canonical_model_id(MODEL), cache)
-    return cache
-
-
-@pytest.fixture(scope="module")
 def onnx_encoder(graph_cache: Path) -> OnnxBertEncoder:
+    """Over the session's graph (conftest): building it is test_the_graph_is_built_once_per_weights' subject."""
     return OnnxBertEncoder(resolve_model_path(MODEL), canonical_model_id(MODEL), graph_cache)
 
 

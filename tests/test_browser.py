@@ -82,27 +82,22 @@ def streamlit_server(app_env: dict[str, str], log: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Tiny data and a filled results database."""
+def server(tmp_path_factory: pytest.TempPathFactory, graph_cache: Path) -> Iterator[str]:
+    """Tiny data and a filled results database; the encoder's graph already in the cache (committed_server
+    builds it, from an empty cache)."""
     folder = tmp_path_factory.mktemp("browser")
-    with streamlit_server(build_app_env(folder), folder / "streamlit.log") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def full_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The committed data and the shipped index of the full registry, an empty cache, no results database."""
-    folder = tmp_path_factory.mktemp("full")
-    env = {"CACHE_DIR": str(folder / "cache"), "LLM_BACKEND": "offline", "REGISTRY": "full",
-           "DATABASE_URL": f"sqlite:///{folder / 'results.sqlite'}", "TOOLBENCH_DATA": str(REPO_DATA)}
+    env = build_app_env(folder)
+    shutil.copytree(graph_cache / "onnx", Path(env["CACHE_DIR"]) / "onnx")
     with streamlit_server(env, folder / "streamlit.log") as url:
         yield url
 
 
 @pytest.fixture(scope="module")
 def committed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """What a new user opens: the committed data, the shipped index, the committed results (packed, unpacked on
-    first use), an empty cache."""
+    """What a new user opens: the committed data, the shipped index of the full registry, the committed results
+    (packed, unpacked on first use), an empty cache. One server for every test of the full registry: a cold start
+    (streamlit, the 47,038-API index, the encoder's graph) was most of each test's time. Pages without a results
+    database are test_app_pages' (AppTest)."""
     folder = tmp_path_factory.mktemp("committed")
     shutil.copyfile(APP.parent / "data" / "results.sqlite.gz", folder / "results.sqlite.gz")
     env = {"CACHE_DIR": str(folder / "cache"), "LLM_BACKEND": "offline", "REGISTRY": "full",
@@ -169,11 +164,11 @@ def test_benchmark_link_marks_gold_hits(server: str, browser_page) -> None:
     page.screenshot(path=str(SCREENSHOTS / "browser_test_inspector.png"), full_page=True)
 
 
-def test_typed_query_on_the_full_registry(full_server: str, browser) -> None:
-    """A fresh server over the real 47,038 APIs: the shipped index loads (nothing is embedded) and a typed
-    query is answered with real registry hits."""
+def test_typed_query_on_the_full_registry(committed_server: str, browser) -> None:
+    """A fresh server (this is its first test) over the real 47,038 APIs: the shipped index loads (nothing is
+    embedded) and a typed query is answered with real registry hits."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{full_server}/inspector")
+    page.goto(f"{committed_server}/inspector")
     box = page.get_by_role("textbox", name="Query")
     box.wait_for(timeout=RENDER_TIMEOUT_MS)
     box.fill("Get the 5-day weather forecast for Tokyo")
@@ -183,7 +178,7 @@ def test_typed_query_on_the_full_registry(full_server: str, browser) -> None:
     assert page.get_by_text("weather", exact=False).count() >= 2
     assert page.get_by_text("Embedding the").count() == 0
     assert page.locator("[data-testid='stException']").count() == 0
-    page.goto(full_server)  # the Overview's status table says which index answered
+    page.goto(committed_server)  # the Overview's status table says which index answered
     page.get_by_text("loaded from the shipped index").first.wait_for(timeout=RENDER_TIMEOUT_MS)
     assert page.get_by_text("47,038 APIs").count() >= 1
     page.close()
@@ -208,10 +203,15 @@ def test_typed_query_shows_the_local_models_stubs_and_plans(local_server: str, b
     page.close()
 
 
+# The run has finished (the app root's script state, which Streamlit sets for tests) and its output is drawn:
+# no element of the previous run is left stale, no running indicator is shown.
+SETTLED = """() => document.querySelector('[data-testid="stApp"]')?.dataset.testScriptState === 'notRunning'
+    && !document.querySelector('[data-stale="true"], [data-testid="stStatusWidget"]')"""
+
+
 def _settled(page) -> None:
-    """Waits until Streamlit has finished the current run (no running indicator), then a moment for the DOM."""
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=RENDER_TIMEOUT_MS)
-    page.wait_for_timeout(500)
+    """Waits for the state, never a fixed time: a fixed pause was both too short on a busy machine and wasted."""
+    page.wait_for_function(SETTLED, timeout=RENDER_TIMEOUT_MS)
 
 
 def test_a_copied_url_of_a_filtered_view_opens_identically(server: str, browser) -> None:

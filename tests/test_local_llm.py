@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -16,8 +17,11 @@ from pathlib import Path
 import pytest
 
 from core.study.single_query import inspect_query
-from core.agents.factory import make_agents
-from core.retrieval.assemble import build_retriever
+from core.study.query_result import QueryOutcome
+from core.agents.factory import Agents, make_agents
+from core.data.loaders import registry_for
+from core.retrieval.assemble import build_retriever, load_encoder
+from core.retrieval.embedding import corpus_embeddings
 from core.agents.llm import CachedClient, CallCache, LLMError
 from core.agents.llm.local_model import LocalModelError, resolve_local_model
 from core.local_models import GEMMA_270M
@@ -29,6 +33,7 @@ from tests.helpers import MODEL_CACHE, free_port, llama_built
 QUERIES = ("find the top tracks of Taylor Swift on Spotify and then search YouTube for the official video",
            "I need a hotel in Barcelona for 3 nights and the exchange rate from EUR to GBP",
            "Tell me a joke about programmers")
+EndToEnd = tuple[Agents, list[QueryOutcome]]  # the agents and each query's outcome
 
 
 needs_model = pytest.mark.skipif(not llama_built() and not os.environ.get("CI"),
@@ -43,19 +48,29 @@ def local_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 
 @pytest.fixture(scope="module")
-def full_retriever(local_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
-    settings = local_settings.with_(cache_dir=tmp_path_factory.mktemp("cache"))
-    return build_retriever(settings)[0]
+def full_retriever(local_settings: Settings, tmp_path_factory: pytest.TempPathFactory, graph_cache: Path):
+    cache = tmp_path_factory.mktemp("cache")
+    shutil.copytree(graph_cache / "onnx", cache / "onnx")  # the encoder's graph, built once per session
+    return build_retriever(local_settings.with_(cache_dir=cache))[0]
+
+
+@pytest.fixture(scope="module")
+def end_to_end(local_settings: Settings, full_retriever) -> EndToEnd:
+    """Each query through every architecture with gemma's stubs and plans, generated once (seconds a call): the
+    end-to-end test checks them, the determinism test writes the first query's stubs again after all of them."""
+    agents = make_agents(local_settings, full_retriever, use_cache=False)
+    return agents, [inspect_query(q, 5, full_retriever, local_settings, use_cache=False, agents=agents)
+                    for q in QUERIES]
 
 
 @needs_model
 @pytest.mark.slow
-def test_stubs_and_both_plans_parse_end_to_end(local_settings: Settings, full_retriever) -> None:
-    agents = make_agents(local_settings, full_retriever, use_cache=False)
+def test_stubs_and_both_plans_parse_end_to_end(end_to_end: EndToEnd) -> None:
+    agents, outcomes = end_to_end
     assert agents.stub_writer.model == "gemma-3-270m-q4_k_m"
     assert agents.stub_writer.prompt_version == STYLES["completion"].discovery_version
-    for query in QUERIES:
-        out = inspect_query(query, 5, full_retriever, local_settings, use_cache=False, agents=agents).to_json()
+    for outcome in outcomes:
+        out = outcome.to_json()
         ptr = out["ptr"]
         assert not ptr["stub_fallback"] and 1 <= len(ptr["stubs"]) <= 3, ptr["stub_error"]
         assert ptr["backend_label"] == "local gemma-3-270m-q4_k_m"
@@ -71,12 +86,12 @@ def test_stubs_and_both_plans_parse_end_to_end(local_settings: Settings, full_re
 
 @needs_model
 @pytest.mark.slow
-def test_the_same_prompt_gives_the_same_reply_whatever_came_before(local_settings: Settings, full_retriever) -> None:
+def test_the_same_prompt_gives_the_same_reply_whatever_came_before(end_to_end: EndToEnd) -> None:
     """Greedy decoding with reused prompt chunks is deterministic: reuse never changes a reply."""
-    writer = make_agents(local_settings, full_retriever, use_cache=False).stub_writer
-    first = writer.write(QUERIES[0]).stubs
-    writer.write(QUERIES[2])  # another prompt in between: the KV cache now holds other tokens
-    assert writer.write(QUERIES[0]).stubs == first
+    agents, outcomes = end_to_end
+    first = outcomes[0].writing.stubs
+    # other prompts in between (the other queries' stubs, every plan): the KV cache now holds other tokens
+    assert agents.stub_writer.write(QUERIES[0]).stubs == first
 
 
 @needs_model
@@ -166,8 +181,14 @@ def test_a_damaged_default_model_is_assembled_again(tmp_path: Path) -> None:
     assert model.path == target and target.stat().st_size > 200_000_000
 
 
-def test_without_llama_cpp_rtp_still_answers_and_the_cli_says_how_to_install(tiny_env, tmp_path: Path) -> None:
+def test_without_llama_cpp_rtp_still_answers_and_the_cli_says_how_to_install(tiny_env, tmp_path: Path,
+                                                                             graph_cache: Path) -> None:
     """`import llama_cpp` failing (the wheel not built) is one line on stderr; RtP answers, exit 0."""
+    # The index is not this test's subject: the query encoder's graph (built once per session) and the tiny corpus
+    # embedded here by the numpy pass, so that the command neither builds the graph nor imports torch to embed.
+    settings = Settings.from_env(env=tiny_env)
+    shutil.copytree(graph_cache / "onnx", settings.cache_dir / "onnx")
+    corpus_embeddings(load_encoder(settings.embedding_model, "numpy"), registry_for(settings), settings.cache_dir)
     blocker = tmp_path / "block"
     blocker.mkdir()
     (blocker / "llama_cpp.py").write_text("raise ImportError('simulated: not built')\n")
