@@ -15,6 +15,17 @@ from ui.index_job import index_job
 from ui.page_settings import LATEST_STUDY, base_settings, current_settings
 
 
+@st.cache_resource(show_spinner=False)
+def one_blas_thread() -> None:
+    """OpenBLAS's threads wait for each other by spinning: with the index thread, the encoder, a local model and the
+    browser on 2 cores, a 384 x 384 eigh for the Registry map took 1.6-2.7 s instead of 0.04 s, and a 5-query search
+    twice as long (benchmarks/blas_threads.py). One thread per process, set once per server."""
+    import numpy  # noqa: F401 - threadpoolctl limits the BLAS libraries already loaded
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def start_index() -> None:
     """Start (once per server) the background index load before the heavier page imports below: it runs
     while they import, which is most of a fresh server's first answer."""
@@ -24,9 +35,10 @@ def start_index() -> None:
         pass  # said on the page, below
 
 
+one_blas_thread()
 start_index()
 
-from core.analysis.reader import DEFAULT_STUDY_RULE  # noqa: E402
+from core.analysis.store_summary import DEFAULT_STUDY_RULE  # noqa: E402
 from ui.resources import stored_studies  # noqa: E402
 from ui.safe import md  # noqa: E402
 from ui.widgets import error, offline_banner  # noqa: E402

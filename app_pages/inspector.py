@@ -10,7 +10,6 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from core.analysis.reader import ResultsReader
 from core.retrieval.discovery import QueryError, clean_query, undecodable_at
 from core.data.loaders import queries_for, registry_for
 from core.settings import DataNotFoundError
@@ -25,7 +24,7 @@ from ui.resources import (available_backends, backend_title, commit, live_result
 from ui.inspector_view import K_MAX, K_MIN, View, parse_view
 from ui.gold_section import gold_section
 from ui.widgets import (arch_column, describe, error, hybrid_section, index_gate, json_download, quiet_retriever,
-                        rerun_when_index_ready, router_verdict, safe_read)
+                        rerun_when_index_ready, router_verdict, stored_router_fit)
 
 MODES = ("Your query", "Benchmark query")
 URL_KEYS = ("q", "qid", "k", "backend")
@@ -137,10 +136,10 @@ if not stored:
     router_box = st.empty()  # the router needs RtP's top-1 only: drawn with RtP's column, before any LLM call
 
     def draw_router(rtp_block: ArchResult) -> None:
-        if safe_read(settings, ResultsReader.available):
+        fit = stored_router_fit(settings, gold_def, k, chosen_study())
+        if fit:
             with router_box.container():
-                router_verdict(rtp_block.top1_score,
-                               safe_read(settings, ResultsReader.router_fit, gold=gold_def, k=k))
+                router_verdict(rtp_block.top1_score, fit)
 
     columns = LiveColumns(rtp_slot.empty(), ptr_slot.empty(), st.empty(), st.empty(), lookup, k, gold,
                           backend_title(backend), on_rtp=draw_router)
@@ -180,10 +179,9 @@ if stored:
 gold_section(text, result, query, gold_def, k, retriever)
 if stored and query is not None and retriever is None:
     rerun_when_index_ready(trace_settings)
-if stored and safe_read(settings, ResultsReader.available):
+if stored:
     rtp = result.get("rtp")
-    router_verdict(rtp.top1_score if rtp is not None else None,
-                   safe_read(settings, ResultsReader.router_fit, gold=gold_def, k=k))
+    router_verdict(rtp.top1_score if rtp is not None else None, stored_router_fit(settings, gold_def, k, chosen_study()))
 
 st.divider()
 info, actions = st.columns([3, 2])

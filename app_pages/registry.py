@@ -13,7 +13,8 @@ from core.retrieval.discovery import QueryError, clean_query
 from core.settings import DataNotFoundError
 from ui import figures, tables
 from ui.page_settings import current_settings
-from ui.resources import inspect_live, map_overlay, registry_frame, registry_map
+from ui.registry_views import map_overlay, registry_frame, registry_map
+from ui.resources import inspect_live
 from ui.safe import md
 from ui.widgets import error, index_gate, quiet_retriever
 

@@ -6,7 +6,12 @@ agents), so pages render real reader output in a second. The browser test reuses
 """
 from __future__ import annotations
 
+import json
+import os
 import re
+import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +22,7 @@ from core.agents.factory import Agents
 from core.agents.llm import LLMError
 from core.agents.planner import LLMPlanner
 from core.agents.stubs import LLMStubWriter
-from core.settings import Settings
+from core.settings import PROJECT_ROOT, Settings
 from core.store.store import Store
 from tests.fake_llm_servers import ModeServer, Scripted, openai_ok
 from tests.helpers import APIS, APP, EVIL_DESCRIPTION, MAIN_K, QUERIES, SCRUBBED, TIMEOUT_S, build_app_env
@@ -106,8 +111,12 @@ def test_a_cache_dir_that_cannot_be_written_is_one_line(app_env, monkeypatch) ->
 
 def test_a_corrupt_results_database_gives_one_sentence_and_what_to_do(app_env, monkeypatch, tmp_path) -> None:
     """Issue 23: five pages showed SQLAlchemy's raw error with its help link for a database damaged in the middle."""
-    stored = Path(app_env["DATABASE_URL"].removeprefix("sqlite:///"))
-    blob = bytearray(stored.read_bytes())
+    # A copy through SQLite's backup API: open() and close() of the live file itself in this process would drop
+    # SQLite's POSIX locks on it, and the next process to close it would then delete the WAL under our connections.
+    stored, copy = Path(app_env["DATABASE_URL"].removeprefix("sqlite:///")), tmp_path / "copy.sqlite"
+    with sqlite3.connect(stored) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    blob = bytearray(copy.read_bytes())
     blob[len(blob) // 2: len(blob) // 2 + 8192] = b"\xab" * 8192
     (tmp_path / "corrupt.sqlite").write_bytes(bytes(blob))
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'corrupt.sqlite'}")
@@ -164,6 +173,38 @@ def test_free_text_query_fills_both_columns_and_the_url(app_env, index_ready) ->
     assert at.query_params["q"] == "Find hotels in Paris and convert 200 EUR to USD" and at.query_params["k"] == "5"
     shown = markdown_everywhere(at)
     assert "stubs" in shown and "Planner" in shown and "top-1 cosine" in shown
+
+
+# A later server's first answer to a shared ?q= link, in a process of its own: which heavy modules did it import?
+SHARED_LINK_RUN = """
+import json, sys
+from core.settings import Settings
+from ui.index_job import index_job
+assert index_job(Settings.from_env()).wait(120)
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file(sys.argv[1], default_timeout=120)
+at.switch_page("app_pages/inspector.py")
+at.query_params["q"] = sys.argv[2]
+at.run()
+print(json.dumps({"exceptions": [str(e.value) for e in at.exception], "errors": [str(e.value) for e in at.error],
+                  "router": any("Adaptive router" in str(i.value) for i in at.info),
+                  "columns": [s.value for s in at.subheader][:2], "pandas": "pandas" in sys.modules}))
+"""
+
+
+def test_a_shared_free_text_link_is_answered_without_pandas(app_env, index_ready) -> None:
+    """The sidebar's studies and the router's fit come from core.analysis.store_summary: once a server has kept the
+    fit, the next server's first ?q= answer never imports pandas (its import was 2-4 s of that answer here)."""
+    text = "Find hotels in Paris and convert 200 EUR to USD"
+    first = page("app_pages/inspector.py", {"q": text})
+    no_exception(first)
+    assert any("Adaptive router" in i for i in texts(first, "info"))
+    run = subprocess.run([sys.executable, "-c", SHARED_LINK_RUN, str(APP), text], cwd=PROJECT_ROOT, env=dict(os.environ),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report == {"exceptions": [], "errors": [], "router": True,
+                      "columns": ["RtP · Retrieve-then-Plan", "PtR · Plan-then-Retrieve"], "pandas": False}
 
 
 def test_the_local_backend_is_offered_and_says_why_it_cannot_run(app_env, index_ready, monkeypatch,
@@ -421,6 +462,7 @@ def test_scaling_tab_shows_the_distractor_scale_and_the_index_table(app_env) -> 
     store.close()
     at = page("app_pages/results.py", {"tab": "Scaling"})
     no_exception(at)
+    print("DBG", texts(at, "error"), texts(at, "warning")[1:], [m.value[:100] for m in at.markdown][:12], [c.value[:100] for c in at.caption][:8], [t.value for t in at.title], len(at.tabs) if hasattr(at, "tabs") else None)
     [far] = [d.value for d in at.dataframe if "synthetic_distractors" in d.value.columns]
     assert set(far["registry"]) == {"real", "real + synthetic distractors"}
     assert set(far.loc[far["registry"] != "real", "runs"]) == {2}

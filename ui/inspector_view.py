@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from core.settings import BOUNDS
 from core.agents.llm import FailureKind, failure_of
@@ -18,6 +17,9 @@ from core.data.toolbench import ApiKey, Query, display_name
 from core.evaluation import metrics
 from core.study.gold_trace import TRACE_DEPTH, TRACED_ARCHS, GoldTrace, TopkDiff, verdict
 from core.study.query_result import ArchResult, QueryOutcome
+
+if TYPE_CHECKING:  # pandas is imported by the tables of a benchmark query: a shared ?q= link never needs it
+    import pandas as pd
 
 K_MIN, K_MAX = 1, 20
 
@@ -81,6 +83,8 @@ def parse_view(params: Mapping[str, str], default_k: int, backends: Collection[s
 
 def metrics_frame(result: QueryOutcome, gold: frozenset[ApiKey], k: int) -> pd.DataFrame:
     """A row per architecture shown, a column per metric at k (core.evaluation.metrics.SCORE_NAMES)."""
+    import pandas as pd
+
     rows = [{"architecture": arch(block.arch).label, **{f"{name}@{k}": value for name, value in zip(
                 metrics.SCORE_NAMES.values(), metrics.scores_at_k(block.keys, gold, k).values())}}
             for block in result.blocks]
@@ -90,6 +94,8 @@ def metrics_frame(result: QueryOutcome, gold: frozenset[ApiKey], k: int) -> pd.D
 def both_golds_frame(query: Query, result: QueryOutcome, k: int) -> pd.DataFrame:
     """Both gold definitions of a query side by side: a row per API in either, which sets hold it, and which
     architectures' top k found it."""
+    import pandas as pd
+
     found = {block.arch: set(block.keys) for block in result.blocks}
     api_list, relevant = set(query.api_list), set(query.relevant_apis)
     keys = sorted(api_list | relevant, key=lambda key: (key not in relevant, key))
@@ -105,6 +111,8 @@ def trace_frame(traces: list[GoldTrace], k: int, archs: tuple[str, ...] = TRACED
                 depth: int = TRACE_DEPTH) -> pd.DataFrame:
     """A row per gold API: ranks in the top `depth` of each architecture shown, cosines, document kind and
     the verdict."""
+    import pandas as pd
+
     return pd.DataFrame([{
         "API": display_name(t.tool_name, t.api_name), "why": verdict(t, k, depth),
         **{f"{arch(a).label} rank": rank_text(t.rank(a), depth) if t.in_registry else "–" for a in archs},

@@ -22,7 +22,7 @@ def current_settings() -> Settings:
 
 
 SIDEBAR_KEYS = ("registry", "gold", "k_default", "study")
-LATEST_STUDY = "latest"  # the sidebar's default study (core.analysis.reader.DEFAULT_STUDY_RULE)
+LATEST_STUDY = "latest"  # the sidebar's default study (core.analysis.store_summary.DEFAULT_STUDY_RULE)
 
 
 def chosen_study() -> str | None:

@@ -8,40 +8,44 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
+import plotly.graph_objects as go  # imported by Streamlit already
 import streamlit as st
 
-from core.archs import ARCH_LIST
 from core.retrieval.discovery import Retriever, Stub
 from core.study.query_result import QueryOutcome, StubWriting
 from core.study.single_query import inspect_query
-from core.data.loaders import registry_for
-from core.data.registry import UNKNOWN_CATEGORY
 from core.analysis.provenance import provenance_line
-from core.analysis.reader import ResultsReader
+from core.analysis.store_summary import StoreSummary
 from core.agents.llm.local_model import installed_models
 from core.backends import BACKEND_LIST
 from core.local_models import LOCAL_MODELS, model_name_of
 from core.settings import Settings
 from core.study.gold_trace import GoldTrace, trace_gold
 from core.store.store import git_commit, sqlite_path
-from ui.projection import Projection, fit_pca, sample_rows
 from ui.safe import plot_text
 
-MAP_SAMPLE = 5_000  # registry vectors the PCA map is fitted on and draws
+if TYPE_CHECKING:  # the reader imports pandas: a shared ?q= link never needs it (core.analysis.store_summary)
+    from core.analysis.reader import ResultsReader
+
 
 
 def stored_studies(settings: Settings) -> list[str]:
-    """The systems with a complete main study (ResultsReader.backends), or none when the store cannot be read
+    """The systems with a complete main study (StoreSummary.systems), or none when the store cannot be read
     (the pages say why)."""
     try:
-        return results(settings).backends()
+        return _summary(settings.results_url, settings.cache_dir).systems()
     except Exception:  # noqa: BLE001 - a missing or damaged store is reported by the page, not the sidebar
         return []
+
+
+def router_fit(settings: Settings, gold: str, k: int, study: str | None) -> dict | None:
+    """ResultsReader.router_fit (what the Inspector applies to a live query), kept under the store's complete runs so
+    that a later server's first ?q= answer reads it without pandas; None when the store cannot be read. Raises
+    what the reader raises on a damaged store (the page says it in one line)."""
+    return _summary(settings.results_url, settings.cache_dir).kept(
+        ("router_fit", gold, k, study), lambda: results(settings).router_fit(gold=gold, k=k, backend=study))
 
 
 def system_of(settings: Settings) -> str:
@@ -86,7 +90,14 @@ def commit() -> str:
 
 @st.cache_resource(show_spinner=False)
 def _reader(url: str, cache_dir: Path) -> ResultsReader:
+    from core.analysis.reader import ResultsReader  # pandas: imported by the first page that reads a table
+
     return ResultsReader(url, cache_dir)
+
+
+@st.cache_resource(show_spinner=False)
+def _summary(url: str, cache_dir: Path) -> StoreSummary:
+    return StoreSummary(url, cache_dir)
 
 
 def results(settings: Settings) -> ResultsReader:
@@ -167,62 +178,6 @@ def gold_traces(query: str, writing: StubWriting | None, gold: frozenset, retrie
     hybrid_stubs = () if writing is not None and writing.fallback else stubs
     index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
     return _traces(query, stubs, hybrid_stubs, tuple(sorted(gold)), index_key, retriever)
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _map(index_key: tuple, _retriever: Retriever, sample: int) -> tuple[Projection, pd.DataFrame]:
-    vectors = _retriever.corpus_vectors
-    rows = sample_rows(len(vectors), sample)
-    projection = fit_pca(vectors[rows])
-    xy = projection.apply(vectors[rows])
-    apis = [_retriever.registry.apis[r] for r in rows]
-    background = pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "label": [a.display_name for a in apis],
-                               "category": [a.category for a in apis]})
-    return projection, background
-
-
-def registry_map(retriever: Retriever, sample: int = MAP_SAMPLE) -> tuple[Projection, pd.DataFrame]:
-    """PCA fitted once per index on a sample of its vectors, and that sample's 2-D coordinates."""
-    index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
-    return _map(index_key, retriever, sample)
-
-
-def map_overlay(result: QueryOutcome, retriever: Retriever, projection: Projection) -> pd.DataFrame:
-    """[x, y, kind, label] for a query, PtR's stubs (as embedded) and the hits of each architecture the map
-    draws (core.archs: a map marker)."""
-    items: list[tuple[str, str]] = [("query", result.query or "")]
-    items += [("stub", s.text()) for s in (result.writing.stubs if result.writing is not None else ())]
-    vectors = [retriever.encode([text for _, text in items])]
-    labels = [(kind, f"{kind}: {text}") for kind, text in items]
-    for arch in (a.name for a in ARCH_LIST if a.map_marker):
-        block = result.get(arch)
-        hits = block.hits if block is not None else ()
-        if hits:
-            vectors.append(retriever.vectors_of([h.key for h in hits]))
-            labels += [(arch, f"{arch.upper()} #{h.rank} {h.tool_name.strip()}/{h.api_name.strip()} ({h.score:.3f})")
-                       for h in hits]
-    xy = projection.apply(np.vstack(vectors))
-    return pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "kind": [k for k, _ in labels], "label": [t for _, t in labels]})
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _registry_frame(data_dir: str, registry: str, _settings: Settings) -> pd.DataFrame:
-    apis = registry_for(_settings).apis
-    frame = pd.DataFrame({"tool": [a.tool_name.strip() for a in apis], "api": [a.api_name.strip() for a in apis],
-                          "category": [a.category or UNKNOWN_CATEGORY for a in apis],
-                          "description": [a.description for a in apis], "doc_source": [a.doc_source for a in apis]})
-    frame["_haystack"] = (frame["tool"] + "\n" + frame["api"] + "\n" + frame["description"]).str.lower()
-    frame["_row"] = range(len(frame))  # the registry row, for the semantic search's hits
-    # Described APIs with a category first: the registry file lists the name-only ones first.
-    order = (frame["doc_source"] != "full").astype(int) * 2 + (frame["category"] == UNKNOWN_CATEGORY).astype(int)
-    return frame.assign(_order=order).sort_values(["_order", "tool", "api"], kind="stable").drop(columns="_order")
-
-
-def registry_frame(settings: Settings) -> pd.DataFrame:
-    """The registry as a table with a lowercase search column and each API's registry row, described APIs
-    first; raises DataNotFoundError without data."""
-    return _registry_frame(str(settings.data_dir()), settings.registry, settings)
-
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import pandas as pd
 import streamlit as st
 
 from core.retrieval.discovery import QUERY_LABEL, Hit, Retriever
@@ -24,10 +23,12 @@ from core.data.toolbench import Api, ApiKey
 from core.store.dburl import open_error, shown
 from core.study.query_result import ArchResult
 from ui.safe import md
-from ui.tables import export_json, with_provenance
 from ui.index_job import IndexJob, index_job
-from ui.resources import results
+from ui.resources import results, router_fit
 from ui.inspector_view import latency_text, ran_out_of_time
+
+if TYPE_CHECKING:  # pandas is imported where a table is drawn: a shared ?q= link never needs it
+    import pandas as pd
 
 T = TypeVar("T")
 
@@ -178,6 +179,8 @@ def rerun_when_index_ready(settings: Settings) -> None:
 def download_buttons(df: pd.DataFrame, name: str, source: dict) -> None:
     """CSV and JSON downloads of one table, side by side; both carry `source` (core.analysis.provenance):
     the CSV as columns on every row, the JSON as a "provenance" object beside the rows."""
+    from ui.tables import export_json, with_provenance
+
     left, right = st.columns(2)
     left.download_button("CSV", with_provenance(df, source).to_csv(index=False).encode(), f"{name}.csv", "text/csv",
                          key=f"dl-csv-{name}", icon=":material/download:", width="stretch")
@@ -289,6 +292,16 @@ def hybrid_section(block: ArchResult | None, lookup: Callable[[ApiKey], Api | No
                    "RtP's whole-query match survives when stub writing drops a brand name. No extra LLM call; "
                    "Results → Beyond the paper compares it with both architectures.")
         hit_list(block.marked_hits(), lookup)
+
+
+def stored_router_fit(settings: Settings, gold: str, k: int, study: str | None) -> dict | None:
+    """The router's fit on the stored study (ui.resources.router_fit); None without one, and one error line, never
+    a traceback, when the store cannot be read."""
+    try:
+        return router_fit(settings, gold, k, study)
+    except Exception as exc:  # noqa: BLE001
+        error(f"Reading the router's fit from the results database failed: {database_trouble(settings, exc)}", settings)
+        return None
 
 
 def router_verdict(top1: float | None, fit: dict | None) -> None:

@@ -11,6 +11,7 @@ be written only costs the speed-up.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import logging
 import os
 import pickle
@@ -21,9 +22,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from core.retrieval.checked_file import checked_bytes, record_digest
 from core.settings import PROJECT_ROOT
 
@@ -33,8 +31,10 @@ KEEP = 512  # tables kept; the oldest go first
 
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """Every core/ source file and the library versions that shape a pickled table."""
-    digest = hashlib.sha256(f"{sys.version}|{np.__version__}|{pd.__version__}".encode())
+    """Every core/ source file and the library versions that shape a pickled table (read from their metadata: a
+    value that needs no pandas is kept without importing it)."""
+    versions = "|".join(importlib.metadata.version(name) for name in ("numpy", "pandas"))
+    digest = hashlib.sha256(f"{sys.version}|{versions}".encode())
     for path in sorted((PROJECT_ROOT / "core").rglob("*.py")):
         digest.update(str(path.relative_to(PROJECT_ROOT)).encode())
         digest.update(path.read_bytes())

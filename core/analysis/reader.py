@@ -88,32 +88,26 @@ import functools
 import inspect
 import json
 import math
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Float, Text, case, cast, func, select, type_coerce
+from sqlalchemy import Float, Text, cast, func, select, type_coerce
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from core.analysis.disk_memo import DiskMemo
 from core.analysis.exact_mean import LIMBS, exact_mean, exact_sums
 from core.analysis.provenance import provenance
+from core.analysis.store_summary import StoreSummary, system_names
 from core.analysis import tables as analysis, router
 from core.archs import PAPER_ARCHS
-from core.store.dburl import DatabaseUnavailable, open_error, shown
+from core.store.dburl import shown
 from core.study.query_result import ArchResult, QueryOutcome
 from core.evaluation.run_means import RUN_MEANS, RunMean, trajectory_means
-from core.store.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, check_schema, make_engine, sqlite_path, unpack_if_packed
+from core.store.store import SCHEMA_VERSION, QueryResult, Run, SchemaInfo, store_fingerprint
 
-# Which study a page shows when none is chosen, and what a tab does when the chosen one has none of its runs.
-DEFAULT_STUDY_RULE = ("the complete main study that covers the most subsets, the latest of those, whichever backend or "
-                      "model wrote it (a study under way on one subset does not replace a whole one); a tab whose "
-                      "study has no runs of the tab's kind shows the latest study that has them, and says so")
 SETUP_FIELDS = ("registry_hash", "embedding_model", "llm_backend", "llm_model", "discovery_prompt_version",
                 "planner_prompt_version")
 CONFIG_FIELDS = ("kind", "arch", "subset", "k", "run_index", "sub_size", "sub_seed")
@@ -192,52 +186,19 @@ def read_cached(method: Method) -> Method:
     return wrapper  # type: ignore[return-value]
 
 
-class ResultsReader:
+class ResultsReader(StoreSummary):
     """Read-only view of one results database for the pages, the report and the CLI."""
 
     def __init__(self, url: str, cache_dir: Path | None = None) -> None:
         """`cache_dir`: where tables are kept between processes (core.analysis.disk_memo); None keeps none."""
-        self.url = url
-        self._disk = DiskMemo(cache_dir / "tables" if cache_dir is not None else None)
+        super().__init__(url, cache_dir)
         self._signature: tuple | None = None
-        self._engine: Engine | None = None
-        self._lock = threading.Lock()
         self._cache: dict[tuple, Any] = {}
         self._fingerprint: tuple | None = None
         self._complete: tuple[int, ...] | None = None
         self._runs = pd.DataFrame(columns=[*RUN_COLUMNS, "n_results", "failed_rows"])
-        self._schema_ok = False
 
     # ------------------------------------------------------------ connection and runs
-
-    def _connect(self) -> Engine | None:
-        """The engine, or None when the database file does not exist (never created by reading)."""
-        path = sqlite_path(self.url)
-        if path is not None and not path.exists() and not unpack_if_packed(self.url):
-            return None
-        if self._engine is None:
-            self._engine = make_engine(self.url, writer=False)
-        return self._engine
-
-    def _check(self) -> tuple[Engine | None, str | None]:
-        """The engine once the schema is this code's, or None and a one-line error (never the URL's password)."""
-        try:
-            engine = self._connect()
-        except DatabaseUnavailable as exc:
-            return None, str(exc)
-        if engine is None:
-            return None, "no results database yet: run `python -m core bench all`"
-        if self._schema_ok:
-            return engine, None
-        try:
-            if not check_schema(engine, create=False):
-                return None, "the results database is empty: run `python -m core bench all`"
-        except DatabaseUnavailable as exc:  # SchemaMismatch too
-            return None, str(exc)
-        except SQLAlchemyError as exc:
-            return None, str(open_error(self.url, exc))
-        self._schema_ok = True
-        return engine, None
 
     def _runs_frame(self) -> pd.DataFrame:
         """Every run, re-read when the runs or results tables changed; tables computed from complete
@@ -246,9 +207,7 @@ class ResultsReader:
         if engine is None:
             return pd.DataFrame(columns=[*RUN_COLUMNS, "n_results", "failed_rows"])
         with engine.connect() as conn:
-            fingerprint = (*conn.execute(select(func.count(Run.id), func.max(Run.id), func.max(Run.finished_at),
-                                                func.count(case((Run.status == "complete", 1))))).one(),
-                           conn.execute(select(func.max(QueryResult.id))).scalar())
+            fingerprint = store_fingerprint(conn)
             with self._lock:
                 if fingerprint == self._fingerprint:
                     return self._runs
@@ -533,9 +492,7 @@ class ResultsReader:
     def backends(self) -> list[str]:
         """Systems with a complete main study, in name order, each with its own latest setup: a backend's name,
         or "backend:model" for each model of a backend that has studies of several (the local models)."""
-        runs = self._runs_frame()
-        mains = runs[(runs["status"] == "complete") & (runs["kind"] == "main")]
-        return system_keys(mains)
+        return self.systems()
 
     @read_cached
     def leaderboard(self, gold: str = "api_list") -> pd.DataFrame:
@@ -718,9 +675,7 @@ def _planner_sample(main: pd.DataFrame) -> dict[str, Any] | None:
 
 def system_keys(runs: pd.DataFrame) -> list[str]:
     """The systems of these runs (see ResultsReader.backends)."""
-    pairs = runs[["llm_backend", "llm_model"]].drop_duplicates()
-    models = pairs.groupby("llm_backend")["llm_model"].nunique()
-    return sorted({b if models[b] == 1 else f"{b}:{m}" for b, m in pairs.itertuples(index=False)})
+    return system_names(runs[["llm_backend", "llm_model"]].itertuples(index=False, name=None))
 
 
 def _created_at(engine: Engine | None) -> Any:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from core.data.toolbench import subset_order
+from core.evaluation import significance
 
 ALL = "all"
 FOLDS, SEED = 5, 0  # the cross-validation: fixed, so every page and report shows the same split
@@ -102,8 +103,6 @@ def router_table(cv: pd.DataFrame) -> pd.DataFrame:
     queries; `p_vs_best` is a two-sided Wilcoxon signed-rank test of that pairing (NaN when every
     pair is equal).
     """
-    from scipy import stats as sps  # imported here: pages that only read tables skip its import time
-
     if cv.empty:
         return pd.DataFrame(columns=TABLE_COLUMNS)
     rows = []
@@ -111,7 +110,7 @@ def router_table(cv: pd.DataFrame) -> pd.DataFrame:
         rtp, ptr, router = (group[c].to_numpy(dtype=float) for c in ("rtp_recall", "ptr_recall", "router_recall"))
         best = rtp if rtp.mean() >= ptr.mean() else ptr
         diff = router - best
-        p = float(sps.wilcoxon(router, best).pvalue) if np.any(diff != 0) else math.nan
+        p = significance.wilcoxon(router, best).pvalue if np.any(diff != 0) else math.nan
         rows.append({"subset": subset, "n": len(group), "rtp_recall": rtp.mean(), "ptr_recall": ptr.mean(),
                      "router_recall": router.mean(), "oracle_recall": np.maximum(rtp, ptr).mean(),
                      "share_to_ptr": float(group["to_ptr"].mean()),
@@ -126,7 +125,5 @@ def top1_signal(per_query: pd.DataFrame) -> dict:
     diff = frame["ptr_recall"] - frame["rtp_recall"]
     if len(frame) < 3 or frame["rtp_top1"].nunique() < 2 or diff.nunique() < 2:  # no rank correlation defined
         return {"spearman_rho": math.nan, "p": math.nan, "n": len(frame)}
-    from scipy import stats as sps
-
-    result = sps.spearmanr(frame["rtp_top1"], diff)
-    return {"spearman_rho": float(result.statistic), "p": float(result.pvalue), "n": len(frame)}
+    result = significance.spearmanr(frame["rtp_top1"], diff)
+    return {"spearman_rho": result.statistic, "p": result.pvalue, "n": len(frame)}

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from core.analysis.provenance import PROVENANCE_FIELDS
+from core.evaluation import significance
 from core.evaluation.stats import bootstrap_ci, summarise
 from core.data.toolbench import gold_definition, subset_order
 
@@ -57,17 +58,15 @@ def metric_column(metric: str, gold: str) -> str:
 def compare_to_constant(sample: Sequence[float], constant: float) -> TestResult:
     """One-sample t-test of run means against a deterministic value; n/a when it cannot be computed.
 
-    With zero spread scipy returns p = 0 (t = inf), which would claim certainty from identical
-    runs; we report NaN and say why instead.
+    With zero spread the t-test (like scipy's) returns p = 0 (t = inf), which would claim certainty
+    from identical runs; we report NaN and say why instead.
     """
     values = np.asarray([v for v in sample if not math.isnan(v)], dtype=float)
     if len(values) < 2:
         return TestResult(math.nan, TOO_FEW_RUNS)
     if np.std(values) < EPS:
         return TestResult(math.nan, NO_VARIANCE)
-    from scipy import stats as sps  # imported here: pages that only read tables skip its import time
-
-    res = sps.ttest_1samp(values, constant)
+    res = significance.ttest_1samp(values, constant)
     return TestResult(float(res.pvalue), ONE_SAMPLE, float(res.statistic))
 
 
@@ -79,9 +78,7 @@ def compare_samples(a: Sequence[float], b: Sequence[float]) -> TestResult:
         return TestResult(math.nan, TOO_FEW_RUNS)
     if np.std(x) < EPS and np.std(y) < EPS:
         return TestResult(math.nan, NO_VARIANCE)
-    from scipy import stats as sps
-
-    res = sps.ttest_ind(x, y)
+    res = significance.ttest_ind(x, y)
     return TestResult(float(res.pvalue), TWO_SAMPLE, float(res.statistic))
 
 
@@ -430,8 +427,6 @@ def paired_tests(pq: pd.DataFrame) -> pd.DataFrame:
     compare the two architectures query by query, which is meaningful for any backend. Queries
     with an undefined value on either side are dropped; identical pairs give p = NaN.
     """
-    from scipy import stats as sps
-
     rows = []
     for subset in subset_order(pq["subset"]) if not pq.empty else []:
         group = pq[pq["subset"] == subset]
@@ -441,8 +436,8 @@ def paired_tests(pq: pd.DataFrame) -> pd.DataFrame:
             diff = ptr - rtp
             t_p = w_p = math.nan
             if len(diff) >= 2 and np.any(np.abs(diff) > EPS):
-                t_p = float(sps.ttest_rel(ptr, rtp).pvalue)
-                w_p = float(sps.wilcoxon(ptr, rtp, zero_method="wilcox").pvalue)
+                t_p = significance.ttest_rel(ptr, rtp).pvalue
+                w_p = significance.wilcoxon(ptr, rtp).pvalue
             (rtp_low, rtp_high), (ptr_low, ptr_high), (diff_low, diff_high) = (
                 bootstrap_ci(rtp), bootstrap_ci(ptr), bootstrap_ci(diff))
             rows.append({"subset": subset, "metric": metric, "n": len(diff),
@@ -472,8 +467,6 @@ HYBRID_NOTE = ("hybrid: PtR's stored stubs plus the raw query as one more search
 
 def hybrid_table(pq: pd.DataFrame, hybrid_rows: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
     """Per subset and overall: RtP, PtR (per_query's run means) and the hybrid, on the queries all three have."""
-    from scipy import stats as sps
-
     if pq.empty or hybrid_rows.empty:
         return pd.DataFrame(columns=HYBRID_COLUMNS)
     rows = hybrid_rows.assign(recall=pd.to_numeric(hybrid_rows[metric_column("recall", gold)], errors="coerce").astype(float),
@@ -490,7 +483,7 @@ def hybrid_table(pq: pd.DataFrame, hybrid_rows: pd.DataFrame, gold: str = "api_l
         best_name = "rtp" if rtp.mean() >= ptr.mean() else "ptr"
         best = rtp if best_name == "rtp" else ptr
         diff = hyb - best
-        p = float(sps.wilcoxon(hyb, best).pvalue) if np.any(np.abs(diff) > EPS) else math.nan
+        p = significance.wilcoxon(hyb, best).pvalue if np.any(np.abs(diff) > EPS) else math.nan
         run_means = (kept if subset == "all" else kept[kept["subset"] == subset]).groupby("run_index")["recall"].mean()
         out.append({"subset": subset, "n": len(group), "rtp_recall": rtp.mean(), "ptr_recall": ptr.mean(),
                     "hybrid_recall": hyb.mean(), "hybrid_recall_std": float(np.std(run_means.to_numpy(), ddof=1))

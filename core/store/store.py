@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, TypeDecorator,
-                        UniqueConstraint, create_engine, delete, event, func, insert, inspect, select, update)
-from sqlalchemy.engine import Dialect, Engine, make_url
+                        UniqueConstraint, case, create_engine, delete, event, func, insert, inspect, select, update)
+from sqlalchemy.engine import Connection, Dialect, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
@@ -397,6 +397,22 @@ def make_engine(url: str, *, writer: bool = True) -> Engine:
                 cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
     return engine
+
+
+def readable(url: str) -> bool:
+    """False when the SQLite file does not exist and no packed copy does either: reading never creates a database
+    (the committed `.gz` is unpacked first)."""
+    path = sqlite_path(url)
+    return path is None or path.exists() or unpack_if_packed(url)
+
+
+def store_fingerprint(conn: Connection) -> tuple:
+    """What changes whenever a run starts, finishes or writes a row: run count, last run, last finish, complete
+    runs and last result row (a resumed run that rewrites its failed rows finishes again). Cheap (the id columns are
+    keys), so a reader may ask on every request."""
+    runs = conn.execute(select(func.count(Run.id), func.max(Run.id), func.max(Run.finished_at),
+                               func.count(case((Run.status == "complete", 1))))).one()
+    return (*runs, conn.execute(select(func.max(QueryResult.id))).scalar())
 
 
 def applied_migrations(engine: Engine) -> set[str] | None:
