@@ -145,6 +145,12 @@ def _models_named(name: str, settings: Settings) -> list[str]:
     return [name]
 
 
+# `llm check` asks whether a model works, not how fast: on a machine whose 2 cores are taken (a CI job beside other
+# work), llama.cpp's threads wait for each other and gemma wrote 1 token a second, so the usual 60 s call timeout
+# failed a model that was fine. The check's one stub call gets this long; its speed is reported beside.
+CHECK_TIMEOUT_S = 900.0
+
+
 def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
     """`llm install`: download, assemble and verify declared models. `llm check`: each model is there,
     intact, loads, and writes real stubs; with its speed."""
@@ -176,7 +182,7 @@ def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
         started = time.perf_counter()
         try:
             client = local_client(name, settings.cache_dir, settings.local_threads, settings.local_instances,
-                                  settings.llm_timeout_s)
+                                  max(settings.llm_timeout_s, CHECK_TIMEOUT_S))
         except LLMUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
             failed += 1
