@@ -176,16 +176,22 @@ def test_strings_postgresql_refuses_are_stored_alike_on_both(db_url: str) -> Non
     store.close()
 
 
-def test_the_app_charts_follow_a_postgresql_store(pg_server: PostgresServer) -> None:
-    """PostgreSQL has no file whose time changes: the charts' cache key is its complete runs, so a finished bench
-    shows on the next page load there too."""
-    url = pg_server.new_database()
+@pytest.mark.parametrize("kind", STORES)
+def test_the_app_charts_follow_the_complete_runs(new_store: Callable[[str], str], kind: str) -> None:
+    """The charts' and model-size table's cache key is the store's complete runs: a finished bench shows on the next
+    page load (PostgreSQL has no file whose time changes), and rows a bench under way writes do not rebuild them on
+    every rerun (the SQLite file's time did: the Overview recomputed its tables each time)."""
+    url = new_store(kind)
     settings = Settings.from_env(env={"DATABASE_URL": url, "LLM_BACKEND": "offline"})
     store = Store(url)
     assert db_version(settings) == ()
-    run_id = store.start_run(spec(), 0, "c")
+    run_id = store.start_run(spec(), 2, "c")
+    store.add_results([row(run_id, 1)])
     assert db_version(settings) == ()
     store.finish_run(run_id)
+    assert db_version(settings) == (run_id,)
+    other = store.start_run(spec(arch="ptr"), 2, "c")
+    store.add_results([row(other, 1)])
     assert db_version(settings) == (run_id,)
     store.close()
 

@@ -22,7 +22,7 @@ SHOWN = {"model": "model", "parameters": "parameters", "subset": "subset", "n": 
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _table(url: str, version: float | tuple[int, ...], gold: str, copy_rates: bool, _settings: Settings,
+def _table(url: str, version: tuple[int, ...], gold: str, copy_rates: bool, _settings: Settings,
            _reader: ResultsReader) -> pd.DataFrame:
     """The table; the copy rates (which parse every stored reply: 1-2 s) only when asked for."""
     try:

@@ -1,8 +1,9 @@
-"""Resources the pages share: backends, cached database reads and figures, live inspections, the map.
+"""Resources the pages share: backends, cached database reads and figures, live inspections.
 
-Database reads call the shared ResultsReader's methods, which cache per set of complete runs;
-charts of them are cached on the database file's modification time. The page settings live in
-ui.page_settings and the index build in ui.index_job.
+Database reads call the shared ResultsReader's methods, which cache per set of complete runs, and so are the
+charts of them. What a shared ?q= link reads comes from core.analysis.store_summary, without pandas. The page
+settings live in ui.page_settings, the index build in ui.index_job and the Registry page's map in
+ui.registry_views.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from core.backends import BACKEND_LIST
 from core.local_models import LOCAL_MODELS, model_name_of
 from core.settings import Settings
 from core.study.gold_trace import GoldTrace, trace_gold
-from core.store.store import git_commit, sqlite_path
+from core.store.store import git_commit
 from ui.safe import plot_text
 
 if TYPE_CHECKING:  # the reader imports pandas: a shared ?q= link never needs it (core.analysis.store_summary)
@@ -107,14 +108,10 @@ def results(settings: Settings) -> ResultsReader:
     return _reader(settings.results_url, settings.cache_dir)
 
 
-def db_version(settings: Settings) -> float | tuple[int, ...]:
-    """What changes whenever a benchmark writes: the modification time of the SQLite file and its WAL, or for
-    any other store (PostgreSQL) the ids of its complete runs."""
-    path = sqlite_path(settings.results_url)
-    if path is None:
-        return results(settings).complete_run_ids()
-    stamps = [p.stat().st_mtime for p in (path, path.with_name(path.name + "-wal")) if p.exists()]
-    return max(stamps, default=0.0)
+def db_version(settings: Settings) -> tuple[int, ...]:
+    """What the charts and tables are drawn from: the store's complete runs. A benchmark under way writes rows
+    every few seconds; keyed on the SQLite file's time, the Overview rebuilt its tables on every rerun meanwhile."""
+    return results(settings).complete_run_ids()
 
 
 class _Uncached(Exception):
@@ -181,7 +178,7 @@ def gold_traces(query: str, writing: StubWriting | None, gold: frozenset, retrie
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _figure(url: str, version: float | tuple[int, ...], key: tuple, subtitle: str, _build: Callable[[], go.Figure]) -> go.Figure:
+def _figure(url: str, version: tuple[int, ...], key: tuple, subtitle: str, _build: Callable[[], go.Figure]) -> go.Figure:
     fig = _build()
     if subtitle:
         fig.update_layout(title_subtitle_text=plot_text(subtitle, 200), title_subtitle_font={"size": 11, "color": "#666"})
@@ -189,7 +186,7 @@ def _figure(url: str, version: float | tuple[int, ...], key: tuple, subtitle: st
 
 
 def db_figure(settings: Settings, key: tuple, build: Callable[[], go.Figure], source: dict | None = None) -> go.Figure:
-    """A chart of database data, built once per database version: plotly builds cost ~0.1 s each.
+    """A chart of database data, built once per set of complete runs (db_version): plotly builds cost ~0.1 s each.
 
     `key` names the chart and every input that changes it (gold, backend, metric, subset); `source`
     (core.analysis.provenance) becomes the chart's subtitle, so a saved image says where it comes from.
