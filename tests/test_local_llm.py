@@ -23,6 +23,7 @@ from core.data.loaders import registry_for
 from core.retrieval.assemble import build_retriever, load_encoder
 from core.retrieval.embedding import corpus_embeddings
 from core.agents.llm import CachedClient, CallCache, LLMError
+from core.agents.llm.local_llama import LocalLlamaClient
 from core.agents.llm.local_model import LocalModelError, resolve_local_model
 from core.local_models import GEMMA_270M
 from core.agents.prompts import STYLES
@@ -92,6 +93,25 @@ def test_the_same_prompt_gives_the_same_reply_whatever_came_before(end_to_end: E
     first = outcomes[0].writing.stubs
     # other prompts in between (the other queries' stubs, every plan): the KV cache now holds other tokens
     assert agents.stub_writer.write(QUERIES[0]).stubs == first
+
+
+@needs_model
+def test_a_kept_template_prefix_skips_its_chunks_and_changes_no_reply() -> None:
+    """Stub and plan prompts alternate on an instance, and each evicts the other from the KV cache: the stub prompt's
+    instructions are kept aside once two stub prompts have shared them, loaded for the next one after any other
+    prompt, and the reply is the one a fresh instance gives."""
+    model = resolve_local_model(GEMMA_270M.name, MODEL_CACHE)
+    client = LocalLlamaClient(model, timeout_s=600, n_threads=1, instances=1)
+    writer = LLMStubWriter(client, STYLES[client.prompt_style])
+    writer.write(QUERIES[0])
+    writer.write(QUERIES[1])  # shares the template's chunks with the first: they are kept
+    client.generate("Summarise in one line: " + "the registry holds many APIs for hotels, weather and music. " * 12)
+    [instance] = client._instances_loaded
+    before = instance.restored_tokens
+    reply = writer.write(QUERIES[2])
+    assert instance.restored_tokens - before >= 64  # at least one whole chunk was loaded, not evaluated
+    fresh = LLMStubWriter(LocalLlamaClient(model, timeout_s=600, n_threads=1, instances=1), STYLES[client.prompt_style])
+    assert reply.stubs == fresh.write(QUERIES[2]).stubs and reply.stubs
 
 
 @needs_model

@@ -20,6 +20,7 @@ import ctypes
 import logging
 import threading
 import time
+from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -41,6 +42,11 @@ MAX_TOKENS = 512
 # tokens on top of the same chunks, so reuse never changes a reply; 64 costs 12% of prompt speed
 # against one batch (547 vs 620 tok/s here) and saves the examples' ~0.6 s on every call.
 CHUNK = 64
+# The KV cache holds one prompt, so a stub prompt after a plan was evaluated whole again (the Inspector alternates
+# them: the 1.5B's first stub took 17 s). Each instance also keeps the KV of up to this many template prefixes (the
+# whole chunks a prompt shares with a recent different one: the instructions before the query) and loads the longest
+# that a new prompt starts with. A kept prefix is a copy of chunks computed as any other, so replies stay the same.
+KEPT_PREFIXES = 4
 
 
 _llama_log = logging.getLogger("llama.cpp")
@@ -55,6 +61,22 @@ def _route_llama_logs(C: Any) -> None:
     _log_sink.append(C.llama_log_callback(lambda level, text, _: _llama_log.debug(
         "%s", text.decode("utf-8", "replace").rstrip())))
     C.llama_log_set(_log_sink[0], ctypes.c_void_p(0))
+
+
+def _shared(a: list[int], b: list[int]) -> int:
+    """How many leading tokens two prompts share."""
+    shared = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        shared += 1
+    return shared
+
+
+def _whole_chunks(shared: int, length: int) -> int:
+    """The reusable part of `shared` leading tokens of a prompt of `length`: whole chunks, at least one token short
+    of the prompt (the last chunk is evaluated: its logits are needed)."""
+    return min(shared, length - 1) // CHUNK * CHUNK
 
 
 class _Instance:
@@ -85,6 +107,9 @@ class _Instance:
         self._candidates["id"] = np.arange(self.n_vocab, dtype=np.int32)
         self._one = (self.C.llama_token_data * 1)()
         self._last_prompt: list[int] = []
+        self._prefixes: OrderedDict[tuple[int, ...], bytes] = OrderedDict()  # kept template prefixes' KV, LRU
+        self._recent: deque[list[int]] = deque(maxlen=KEPT_PREFIXES)  # recent prompts, to find their shared part
+        self.restored_tokens = 0  # prompt tokens loaded from kept prefixes so far (what the tests check)
         # A prompt chunk is one llama_decode call, which on 2 busy cores took 21 s for 64 tokens of the 1.5B: the
         # deadline must stop it inside the call. llama.cpp asks this callback between graph nodes; it is installed
         # only while a prompt is evaluated (one token's decode is short, and each token checks the deadline itself),
@@ -113,17 +138,59 @@ class _Instance:
 
     def reusable(self, tokens: list[int]) -> int:
         """How many leading tokens of `tokens` this instance's KV cache already holds, in whole chunks."""
-        shared = 0
-        for a, b in zip(tokens, self._last_prompt):
-            if a != b:
-                break
-            shared += 1
-        return min(shared, len(tokens) - 1) // CHUNK * CHUNK  # at least one chunk is evaluated: its logits are needed
+        return _whole_chunks(_shared(tokens, self._last_prompt), len(tokens))
+
+    def reuse(self, tokens: list[int]) -> int:
+        """How many leading tokens of `tokens` this instance can skip: held in its KV cache or a kept prefix."""
+        kept = max((len(prefix) for prefix in self._prefixes if len(prefix) < len(tokens)
+                    and tuple(tokens[:len(prefix)]) == prefix), default=0)
+        return max(self.reusable(tokens), kept)
+
+    def _restore(self, tokens: list[int]) -> int:
+        """Load the longest kept prefix of `tokens` into the KV cache when it beats what the cache holds; the
+        number of leading tokens held either way."""
+        keep = self.reusable(tokens)
+        best = max((prefix for prefix in self._prefixes if keep < len(prefix) < len(tokens)
+                    and tuple(tokens[:len(prefix)]) == prefix), key=len, default=None)
+        if best is None:
+            return keep
+        data = self._prefixes[best]
+        self._prefixes.move_to_end(best)
+        self.llm._ctx.kv_cache_seq_rm(0, 0, -1)
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if self.C.llama_state_seq_set_data(self.llm._ctx.ctx, buffer, len(data), 0) != len(data):
+            self.llm._ctx.kv_cache_seq_rm(0, 0, -1)  # a failed load leaves nothing half-written: evaluate it all
+            self._prefixes.pop(best)
+            self._last_prompt = []
+            return 0
+        self._last_prompt = list(best)
+        self.restored_tokens += len(best)
+        return len(best)
+
+    def _keep_prefix(self, tokens: list[int]) -> None:
+        """After a reply: keep the KV of the whole chunks this prompt shares with a recent different prompt (its
+        template's fixed part), unless kept already. The cache is cut back to those chunks to copy them."""
+        shared = max((_shared(tokens, other) for other in self._recent if other != tokens), default=0)
+        self._recent.append(tokens)
+        length = _whole_chunks(shared, len(tokens))
+        if length < CHUNK or tuple(tokens[:length]) in self._prefixes:
+            return
+        ctx = self.llm._ctx
+        ctx.kv_cache_seq_rm(0, length, -1)
+        self.llm.n_tokens = length
+        self._last_prompt = tokens[:length]
+        size = self.C.llama_state_seq_get_size(ctx.ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = self.C.llama_state_seq_get_data(ctx.ctx, buffer, size, 0)
+        if written:
+            self._prefixes[tuple(tokens[:length])] = bytes(buffer[:written])
+            while len(self._prefixes) > KEPT_PREFIXES:
+                self._prefixes.popitem(last=False)
 
     def _evaluate(self, tokens: list[int], deadline: float = float("inf")) -> bool:
         """Put the prompt into the KV cache chunk by chunk, reusing the whole chunks it shares with the last
         one; False when the deadline passed first (the cache then holds a prefix, which is never reused)."""
-        keep = self.reusable(tokens)
+        keep = self._restore(tokens)
         self.llm.n_tokens = keep
         self._last_prompt = []
         self._abort_at = deadline
@@ -198,6 +265,7 @@ class _Instance:
                 if sink is not None:
                     sink(llm.detokenize(out).decode("utf-8", "replace"))
                 llm.eval([token])
+            self._keep_prefix(tokens)
         finally:
             if grammar is not None:
                 self.C.llama_sampler_free(grammar)
@@ -257,7 +325,7 @@ class LocalLlamaClient:
                                    "every model instance was busy")
                 self._available.wait(left)
             tokens = self._free[0].tokenize(text, special=self._chat)
-            best = max(self._free, key=lambda inst: inst.reusable(tokens))
+            best = max(self._free, key=lambda inst: inst.reuse(tokens))
             self._free.remove(best)
             return best, tokens
 
