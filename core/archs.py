@@ -12,10 +12,10 @@ The stored names ("rtp", "ptr", "hybrid") are in every run and row: never rename
 """
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from core.declared import declared_function
 
 
 @dataclass(frozen=True)
@@ -48,16 +48,11 @@ class Arch:
 
     def retrieve(self, query: str, written: Any, k: int, retriever: Any) -> Any:
         """This architecture's Discovery for one query (`written`: its StubOutcome, or None)."""
-        return _imported(self.one)(query, written, k, retriever)
+        return declared_function(self.one)(query, written, k, retriever)
 
     def retrieve_batch(self, texts: Any, written: Any, ks: Any, retriever: Any) -> dict[int, list]:
         """Its Discoveries for many queries at every k in ks (`written`: their StubOutcomes, or None)."""
-        return _imported(self.batch)(texts, written, ks, retriever)
-
-
-def _imported(spec: str) -> Callable[..., Any]:
-    module, _, function = spec.partition(":")
-    return getattr(importlib.import_module(module), function)
+        return declared_function(self.batch)(texts, written, ks, retriever)
 
 
 _RETRIEVAL = "core.study.arch_retrieval"

@@ -8,12 +8,12 @@ are named "module:function" and imported on first use, so `--help` and the pages
 from __future__ import annotations
 
 import argparse
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.data.toolbench import SUBSETS
+from core.declared import declared_function
 from core.settings import BOUNDS
 
 if TYPE_CHECKING:
@@ -147,8 +147,7 @@ class Study:
     beyond_paper: bool = False
 
     def run(self, context: BenchContext, **params: Any) -> list[int]:
-        module, _, function = self.runner.partition(":")
-        return getattr(importlib.import_module(module), function)(context, **params)
+        return declared_function(self.runner)(context, **params)
 
 
 K = Param("k", positive, MAIN_K, f"APIs retrieved (default {MAIN_K})")

@@ -13,6 +13,7 @@ from core.agents.llm.base import (ERROR_KINDS, RETRYABLE_KINDS, FailureKind, LLM
 from core.agents.llm.cache import CachedClient, CallCache, cache_key
 from core.agents.llm.jsonparse import JsonReply, MalformedJSON, failure_of, generate_json, parse_json_object
 from core.agents.llm.retry import RetryPolicy, call_with_retry
+from core.declared import declared_function
 from core.settings import Settings
 
 if TYPE_CHECKING:
@@ -39,5 +40,4 @@ def make_client(settings: Settings) -> LLMClient | None:
     client = settings.backend.client
     if client is None:
         return None
-    module, _, function = client.partition(":")
-    return getattr(importlib.import_module(module), function)(settings)
+    return declared_function(client)(settings)
