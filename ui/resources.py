@@ -23,6 +23,7 @@ from core.agents.llm.local_model import installed_models
 from core.backends import BACKEND_LIST
 from core.local_models import LOCAL_MODELS, model_name_of
 from core.settings import Settings
+from core.study.arch_retrieval import beside_query
 from core.study.gold_trace import GoldTrace, trace_gold
 from core.store.store import git_commit
 from ui.safe import plot_text
@@ -172,7 +173,7 @@ def gold_traces(query: str, writing: StubWriting | None, gold: frozenset, retrie
     """trace_gold for one shown result, cached per (query, stubs, gold, index): PtR's stubs as stored or
     written (none when PtR did not run), and the hybrid's as the studies use them (none after a fallback)."""
     stubs = writing.stubs if writing is not None else ()
-    hybrid_stubs = () if writing is not None and writing.fallback else stubs
+    hybrid_stubs = beside_query(writing) if writing is not None else ()
     index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
     return _traces(query, stubs, hybrid_stubs, tuple(sorted(gold)), index_key, retriever)
 

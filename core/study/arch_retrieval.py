@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from core.agents.stubs import StubOutcome
 from core.retrieval.batch import hybrid_batch, ptr_batch, rtp_batch, truncate
 from core.retrieval.discovery import Discovery, Retriever, Stub, hybrid_retrieve, ptr_retrieve, rtp
+from core.study.query_result import StubWriting
 
 
-def beside_query(written: StubOutcome) -> tuple[Stub, ...]:
+def beside_query(written: StubOutcome | StubWriting) -> tuple[Stub, ...]:
     """The stubs the hybrid searches besides the raw query: none after a fallback, whose one stub is the raw
-    query itself."""
+    query itself. Written now (StubOutcome) or stored (StubWriting): the Inspector's gold trace follows it too."""
     return () if written.fallback else written.stubs
 
 
