@@ -25,13 +25,19 @@ def differences(board: pd.DataFrame, system: str, metric: str = "recall") -> dic
 
 def crossover_verdict(diffs: Mapping[str, float], metric: str = "recall") -> str:
     """What PtR - RtP per subset says of the paper's crossover (RtP better on single-tool G1, PtR on multi-tool
-    G2 and G3), with the numbers: "crossover", "partial crossover", "PtR trails everywhere", and so on."""
+    G2 and G3), with the numbers: "crossover", "partial crossover", "PtR trails everywhere", and so on; a study
+    that holds only one side of it (G1 alone, or G2/G3 alone) is said to, and claims no crossover either way."""
     if not diffs:
         return "no main study of the instruction subsets"
     numbers = ", ".join(f"{SHORT[s]} {d:+.3f}" for s, d in diffs.items())
     single = [diffs[s] for s in SINGLE if s in diffs]
     multi = [diffs[s] for s in MULTI if s in diffs]
-    if all(d < 0 for d in diffs.values()):
+    if not single or not multi:  # a study under way: one side of the crossover is not stored yet
+        side = ("trails" if all(d < 0 for d in diffs.values()) else "leads" if all(d > 0 for d in diffs.values())
+                else "is mixed against")
+        finding = (f"only {' and '.join(SHORT[s] for s in diffs)} stored so far, where PtR {side} RtP: the crossover "
+                   "needs single-tool G1 and a multi-tool subset")
+    elif all(d < 0 for d in diffs.values()):
         finding = "PtR trails RtP on every subset: no crossover"
     elif all(d > 0 for d in diffs.values()):
         finding = "PtR leads RtP on every subset: no crossover"
