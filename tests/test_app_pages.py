@@ -188,13 +188,15 @@ at.query_params["q"] = sys.argv[2]
 at.run()
 print(json.dumps({"exceptions": [str(e.value) for e in at.exception], "errors": [str(e.value) for e in at.error],
                   "router": any("Adaptive router" in str(i.value) for i in at.info),
-                  "columns": [s.value for s in at.subheader][:2], "pandas": "pandas" in sys.modules}))
+                  "columns": [s.value for s in at.subheader][:2],
+                  "imported": sorted(m for m in ("pandas", "scipy.stats", "faiss") if m in sys.modules)}))
 """
 
 
 def test_a_shared_free_text_link_is_answered_without_pandas(app_env, index_ready) -> None:
     """The sidebar's studies and the router's fit come from core.analysis.store_summary: once a server has kept the
-    fit, the next server's first ?q= answer never imports pandas (its import was 2-4 s of that answer here)."""
+    fit, the next server's first ?q= answer never imports pandas (its import was 2-4 s of that answer here), nor
+    scipy.stats or FAISS (exact search needs neither)."""
     text = "Find hotels in Paris and convert 200 EUR to USD"
     first = page("app_pages/inspector.py", {"q": text})
     no_exception(first)
@@ -204,7 +206,7 @@ def test_a_shared_free_text_link_is_answered_without_pandas(app_env, index_ready
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
     assert report == {"exceptions": [], "errors": [], "router": True,
-                      "columns": ["RtP · Retrieve-then-Plan", "PtR · Plan-then-Retrieve"], "pandas": False}
+                      "columns": ["RtP · Retrieve-then-Plan", "PtR · Plan-then-Retrieve"], "imported": []}
 
 
 def test_the_local_backend_is_offered_and_says_why_it_cannot_run(app_env, index_ready, monkeypatch,

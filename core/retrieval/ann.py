@@ -12,15 +12,17 @@ import math
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import faiss
 import numpy as np
 
 from core.retrieval.checked_file import intact, record_digest
 from core.retrieval.embedding import assert_normalised
 from core.retrieval.index import VectorIndex
 from core.settings import Settings
+
+if TYPE_CHECKING:  # FAISS serves HNSW and IVF only: exact search (the default) and the app's start never import it
+    import faiss
 
 # FAISS returns equal scores in heap order: a few extra candidates let ties be re-sorted by row, as VectorIndex does.
 TIE_MARGIN = 16
@@ -140,11 +142,15 @@ class AnnIndex:
 
     def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(scores, registry rows) of the approximate top-k for one query vector, best first."""
+        import faiss
+
         faiss.omp_set_num_threads(1)  # one query is one graph walk or list scan: threads only add overhead
         scores, rows = self._search(query.reshape(1, -1), k)
         return scores[0], rows[0]
 
     def batch_search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        import faiss
+
         faiss.omp_set_num_threads(os.cpu_count() or 1)
         return self._search(queries, k)
 
@@ -169,6 +175,8 @@ class AnnIndex:
 
     def _params(self, widen: int) -> faiss.SearchParameters:
         """This spec's search-time parameter, `widen` times wider (retries only)."""
+        import faiss
+
         if self.spec.kind == "hnsw":
             return faiss.SearchParametersHNSW(efSearch=self.spec.hnsw_ef_search * widen)
         assert self.spec.ivf_nlist is not None
@@ -177,6 +185,8 @@ class AnnIndex:
 
 def build_faiss(spec: IndexSpec, vectors: np.ndarray) -> faiss.Index:
     """The FAISS structure of a spec (fixed for this size) over these vectors, built on every core."""
+    import faiss
+
     n, dim = vectors.shape
     faiss.omp_set_num_threads(os.cpu_count() or 1)
     if spec.kind == "hnsw":
@@ -212,6 +222,8 @@ def cache_path(cache_dir: Path, spec: IndexSpec, vectors: np.ndarray) -> Path:
 def cached_ann(spec: IndexSpec, vectors: np.ndarray, cache_dir: Path) -> tuple[AnnIndex, str]:
     """(index, "cache" or "built"): read from CACHE_DIR when these vectors were indexed with these parameters,
     else built and written there (atomically: a concurrent start reads a whole file or builds its own)."""
+    import faiss
+
     path = cache_path(cache_dir, spec, vectors)
     if intact(path, "the ANN index"):
         try:
