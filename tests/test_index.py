@@ -188,3 +188,18 @@ def test_building_an_index_imports_no_onnx() -> None:
             "i.search(x[3], 1)[1].tolist(), 'onnx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["Int8Scores" if int8_exact() else "FloatScores", "[3]", "False"]
+
+
+def test_blockwise_quantisation_matches_the_whole_matrix_pass() -> None:
+    """Int8Scores' codes and error terms, a block of rows at a time (the last block short), against one pass over the
+    whole matrix: the same codes, and error terms equal up to float64 summation order."""
+    from core.retrieval.prefilter import _quantised
+
+    vectors = unit(np.random.default_rng(3), 1000, 48)
+    scale = float(np.abs(vectors).max()) / 127.0
+    codes, residue, norm = _quantised(vectors, scale, rows=64)
+    whole = np.rint(vectors / np.float32(scale)).astype(np.int8)
+    decoded = whole.astype(np.float64) * scale
+    assert np.array_equal(codes, whole)
+    assert residue == pytest.approx(np.sqrt(((vectors - decoded) ** 2).sum(axis=1)).max(), rel=1e-12)
+    assert norm == pytest.approx(np.sqrt((decoded ** 2).sum(axis=1)).max(), rel=1e-12)
