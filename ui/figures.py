@@ -126,7 +126,11 @@ def crossover_backends(board: pd.DataFrame, metric: str = "recall", k: int = 5) 
                 + " %{y:.3f} (n %{customdata})<extra></extra>"))
     fig.update_xaxes(categoryorder="array", categoryarray=order, title=None)
     fig.update_yaxes(title=f"{metric}@{k}", rangemode="tozero")
-    return _layout(fig, title, height=480)
+    # One legend entry per system and architecture, two to a row at the page's width: below the plot, with room
+    # for every row, since above it a fourth system's rows ran into the title.
+    legend_px = 70 + 22 * math.ceil(len(fig.data) / 2)
+    return _layout(fig, title, height=400 + legend_px, legend_below=True).update_layout(
+        margin_b=legend_px, legend_y=-0.08)
 
 
 def _grid(n: int, per_row: int = 3) -> tuple[int, int]:
@@ -500,7 +504,7 @@ def model_size(table: pd.DataFrame, k: int = 5) -> go.Figure:
                               "parameters %{customdata[1]}<extra></extra>"), row=1, col=col)
         fig.add_hline(y=0, line={"color": "#888", "width": 1}, row=1, col=col)
     fig.update_yaxes(title_text=f"recall@{k} difference", row=1, col=1)
-    fig.update_xaxes(tickangle=-35)
-    fig = _layout(fig, title, 480)
-    fig.update_layout(margin={"b": 150})
+    fig.update_xaxes(tickangle=-60)  # steep, so that a long model name stays under its own panel
+    fig = _layout(fig, title, 500)
+    fig.update_layout(margin={"b": 190}, legend_y=1.12)  # above the panel titles
     return fig
