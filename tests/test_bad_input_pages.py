@@ -9,7 +9,9 @@ which encodes what it is given the same way, refuses a surrogate itself). So the
 """
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
@@ -103,3 +105,24 @@ def test_a_good_query_still_runs(app_env) -> None:
     at = page("app_pages/inspector.py", {"q": "Find hotels in Paris"})
     assert not any("not valid" in w or "no searchable" in w for w in warnings(at))
     assert len(at.expander) >= 5  # RtP's hits at k=5, at least
+
+
+def test_damaged_packed_results_get_one_line_on_the_pages_and_rtp_still_answers(app_env, tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh clone whose results.sqlite.gz is cut short: app.py's early unpack (its own thread) and the pages'
+    calls each meet it; the pages say so in one line, the archive stays byte-identical, no partial file is left,
+    and the Inspector still answers with RtP."""
+    stored = Path(app_env["DATABASE_URL"].removeprefix("sqlite:///"))
+    packed = tmp_path / "results.sqlite.gz"
+    whole = gzip.compress(stored.read_bytes())
+    packed.write_bytes(whole[:len(whole) // 2])
+    before = packed.read_bytes()
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'results.sqlite'}")
+    at = page("app_pages/results.py")
+    assert not at.exception, [e.value for e in at.exception]
+    said = [str(e.value).replace("\\", "") for e in at.error] + warnings(at)
+    assert any("results.sqlite.gz are damaged" in line for line in said), said
+    at = page("app_pages/inspector.py", {"q": "Find hotels in Paris"})
+    assert not at.exception and len(at.expander) >= 5
+    assert packed.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.sqlite.gz"]

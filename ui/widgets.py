@@ -71,10 +71,14 @@ def database_trouble(settings: Settings, exc: BaseException) -> str:
 def results_ready(settings: Settings) -> bool:
     """True when the results database has runs; otherwise explains how to make some."""
     try:
-        if results(settings).available():
+        reader = results(settings)
+        if reader.available():
             return True
+        trouble = reader.trouble()
     except Exception as exc:  # noqa: BLE001 - a broken or foreign database must not show a traceback
-        error(f"The results database could not be read: {database_trouble(settings, exc)}", settings)
+        trouble = database_trouble(settings, exc)
+    if trouble:  # damaged, another schema, unreachable: not "missing or empty"
+        error(f"The results database could not be read: {trouble}", settings)
         return False
     st.info("No results yet: the database at "
             f"{md(shown(settings.results_url), 200)} is missing or empty. "

@@ -26,6 +26,9 @@ DEFAULT_STUDY_RULE = ("the complete main study that covers the most subsets, the
                       "model wrote it (a study under way on one subset does not replace a whole one); a tab whose "
                       "study has no runs of the tab's kind shows the latest study that has them, and says so")
 
+# The two states of a store that are not trouble: nothing written yet.
+NO_DATABASE = "no results database yet: run `python -m core bench all`"
+EMPTY_DATABASE = "the results database is empty: run `python -m core bench all`"
 
 def system_names(pairs: Iterable[tuple[str, str]]) -> list[str]:
     """The systems of these (backend, model) pairs, in name order: a backend's name, or "backend:model" for each
@@ -63,18 +66,25 @@ class StoreSummary:
         except DatabaseUnavailable as exc:
             return None, str(exc)
         if engine is None:
-            return None, "no results database yet: run `python -m core bench all`"
+            return None, NO_DATABASE
         if self._schema_ok:
             return engine, None
         try:
             if not check_schema(engine, create=False):
-                return None, "the results database is empty: run `python -m core bench all`"
+                return None, EMPTY_DATABASE
         except DatabaseUnavailable as exc:  # SchemaMismatch too
             return None, str(exc)
         except SQLAlchemyError as exc:
             return None, str(open_error(self.url, exc))
         self._schema_ok = True
         return engine, None
+
+    def trouble(self) -> str | None:
+        """Why a store that exists cannot be read (damaged, packed results cut short, another schema, unreachable),
+        in one line; None when it can be read, or when there is none yet or it is empty (the pages then say how to
+        fill it): so a damaged store is never shown as a missing one."""
+        engine, error = self._check()
+        return None if engine is not None or error in (NO_DATABASE, EMPTY_DATABASE) else error
 
     def systems(self) -> list[str]:
         """Systems with a complete main study (system_names); none when the store cannot be read."""
