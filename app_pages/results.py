@@ -9,6 +9,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from core.analysis.headlines import crossover_verdict, main_differences
 from core.analysis.provenance import provenance, provenance_line
 from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
@@ -85,6 +86,7 @@ def main_tab() -> None:
     download_buttons(main, f"main_table_{gold}", source)
     metric = st.radio("Chart metric", sorted(main["metric"].unique(), key=tables.metric_rank), horizontal=True,
                       key="res_metric", bind="query-params")
+    st.markdown(f"**{md(system, 80)}**: {md(crossover_verdict(main_differences(main, metric), metric, k), 300)}")
     chart, side = st.columns([3, 2])
     chart.plotly_chart(db_figure(settings, ("crossover", gold, backend, metric), lambda: figures.crossover(
         main, paper.main_points(ref), metric, k, system, gold), source), width="stretch")

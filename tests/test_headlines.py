@@ -78,3 +78,18 @@ def test_a_study_under_way_on_one_subset_does_not_replace_a_whole_one(tmp_path: 
     run_main(bench_context(store, retriever, queries, commit="abc123", settings=offline), runs=1, k=5)
     store.close()
     assert ResultsReader(url).setup()["llm_backend"] == "offline"
+
+
+def test_the_results_page_verdict_reads_the_shown_studys_main_table() -> None:
+    """The Results page's sentence above its chart, from the same main table the chart draws: a study without the
+    crossover is not captioned with one."""
+    from core.analysis.headlines import main_differences
+
+    main = pd.DataFrame([{"subset": s, "metric": m, "rtp_mean": rtp, "ptr_mean": ptr}
+                         for s, rtp, ptr in (("G1_instruction", 0.348, 0.230), ("G2_instruction", 0.135, 0.112),
+                                             ("G3_instruction", 0.118, 0.086), ("G1_tool", 0.336, 0.231))
+                         for m in ("recall", "precision")])
+    diffs = main_differences(main, "recall")
+    assert diffs == pytest.approx({"G1_instruction": -0.118, "G2_instruction": -0.023, "G3_instruction": -0.032})
+    verdict = crossover_verdict(diffs, "recall", k=10)
+    assert "no crossover" in verdict and "recall@10" in verdict

@@ -65,7 +65,7 @@ def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k
 
     `main` has ResultsReader.main_table's columns; `paper` has core.analysis.paper.main_points' columns.
     """
-    title = f"{metric}@{k} by subset: the crossover"
+    title = f"{metric}@{k} by subset: RtP and PtR beside the paper's"
     ours = main[main["metric"] == metric] if len(main) else main
     if ours.empty:
         return empty(title, "No main-comparison results yet: run `python -m core bench main`.")

@@ -23,7 +23,14 @@ def differences(board: pd.DataFrame, system: str, metric: str = "recall") -> dic
             if s in wide.index and not math.isnan(wide.at[s, "ptr"] - wide.at[s, "rtp"])}
 
 
-def crossover_verdict(diffs: Mapping[str, float], metric: str = "recall") -> str:
+def main_differences(main: pd.DataFrame, metric: str = "recall") -> dict[str, float]:
+    """PtR - RtP `metric` per instruction subset from one study's main table (ResultsReader.main_table)."""
+    part = main[(main["metric"] == metric) & main["subset"].isin(SHORT)].set_index("subset")
+    return {s: float(part.at[s, "ptr_mean"] - part.at[s, "rtp_mean"]) for s in (*SINGLE, *MULTI)
+            if s in part.index and not math.isnan(part.at[s, "ptr_mean"] - part.at[s, "rtp_mean"])}
+
+
+def crossover_verdict(diffs: Mapping[str, float], metric: str = "recall", k: int = 5) -> str:
     """What PtR - RtP per subset says of the paper's crossover (RtP better on single-tool G1, PtR on multi-tool
     G2 and G3), with the numbers: "crossover", "partial crossover", "PtR trails everywhere", and so on; a study
     that holds only one side of it (G1 alone, or G2/G3 alone) is said to, and claims no crossover either way."""
@@ -47,7 +54,7 @@ def crossover_verdict(diffs: Mapping[str, float], metric: str = "recall") -> str
         finding = "RtP leads on G1 and PtR on part of the multi-tool subsets: a partial crossover"
     else:
         finding = "no crossover of the paper's kind"
-    return f"{finding} (PtR − RtP {metric}@5: {numbers})"
+    return f"{finding} (PtR − RtP {metric}@{k}: {numbers})"
 
 
 def crossover_lines(board: pd.DataFrame, metric: str = "recall") -> list[tuple[str, str]]:
