@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.analysis.brand_names import brand_name_marks, erasure_counts
 from core.analysis.provenance import provenance, provenance_line
 from core.analysis.reader import ResultsReader
 from core.data.loaders import queries_for
@@ -23,9 +24,10 @@ if not results_ready(settings):
     st.stop()
 ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
 try:
-    texts = {(q.subset, q.query_id): q.query for q in queries_for(settings)}
+    queries = {(q.subset, q.query_id): q for q in queries_for(settings)}
 except DataNotFoundError:
-    texts = {}
+    queries = {}
+texts = {uid: q.query for uid, q in queries.items()}
 
 study = chosen_study()
 setup = safe_read(settings, ResultsReader.setup, backend=study) or {}
@@ -77,11 +79,17 @@ def show(df: object, name: str, empty: str, table_gold: str = gold) -> None:
     download_buttons(rows.drop(columns=["inspect"]), name, provenance(setup, table_gold))
 
 
-st.subheader("Brand names erased")
-st.caption("PtR recall 0 while RtP finds every relevant API: the request named a product, the stubs generalised it away "
-           "(gold = relevant, ToolBench's 2–3 APIs per query).")
-show(safe_read(settings, ResultsReader.brand_name_losses, subset_filter, backend=study), "brand_name_losses", "No such queries in this selection.",
-     "relevant")
+st.subheader("PtR finds none, RtP finds all: brand names erased?")
+losses = safe_read(settings, ResultsReader.brand_name_losses, subset_filter, backend=study)
+if isinstance(losses, pd.DataFrame):
+    losses = brand_name_marks(losses, queries)
+    n, named, dropped = erasure_counts(losses)
+    found = (f"In {named:,} of them the request holds a gold API's tool name (tool_in_request); the stubs drop every "
+             f"such name in {dropped:,}, the paper's brand-name erasure, and keep one in {named - dropped:,}."
+             if queries else "Without the query texts (TOOLBENCH_DATA) the requests' tool names cannot be checked.")
+    st.caption(f"PtR recall 0 while RtP finds every relevant API (gold = relevant, ToolBench's 2–3 APIs per query): "
+               f"{n:,} queries. {found}" if n else "")
+show(losses, "brand_name_losses", "No such queries in this selection.", "relevant")
 
 st.subheader("Decomposition wins")
 st.caption(f"PtR recall above RtP's with two or more stubs: splitting the request found what the whole missed (gold = {gold}).")
