@@ -70,6 +70,8 @@ def test_stubs_and_both_plans_parse_end_to_end(end_to_end: EndToEnd) -> None:
     agents, outcomes = end_to_end
     assert agents.stub_writer.model == "gemma-3-270m-q4_k_m"
     assert agents.stub_writer.prompt_version == STYLES["completion"].discovery_version
+    kernels = agents.stub_writer.client.client.provenance()["cpu_kernels"]  # stored with every run: AVX2 or AVX-512 kernels
+    assert kernels.startswith("CPU :") and "AVX2 = 1" in kernels
     for outcome in outcomes:
         out = outcome.to_json()
         ptr = out["ptr"]

@@ -335,11 +335,14 @@ class LocalLlamaClient:
             self._available.notify()
 
     def provenance(self) -> dict[str, Any]:
-        """What every stored result of this model records: file, sha, quantisation, runtime, sampling."""
+        """What every stored result of this model records: file, sha, quantisation, runtime, the CPU kernels it was
+        built with (AVX2 and AVX-512 kernels round differently, so a greedy reply can differ in a near-tie),
+        sampling."""
         first = self._ensure_loaded()[0]
         return {"model_file": self.local.path.name, "model_sha256": self.local.sha256,
                 "quantisation": self.local.quantisation or quantisation_of(first.llm.metadata),
                 "runtime": f"llama-cpp-python {self.local.llama_cpp_version}", "n_ctx": N_CTX,
+                "cpu_kernels": first.C.llama_print_system_info().decode("utf-8", "replace").strip(" |"),
                 "threads": self._n_threads, "instances": self._instances, "prompt_style": self.prompt_style,
                 "sampling": "greedy (temperature 0), constrained by a GBNF grammar", "max_tokens": self.max_tokens}
 
