@@ -27,6 +27,8 @@ def board(system: str, recalls: dict[str, tuple[float, float]]) -> pd.DataFrame:
     ({"G1_instruction": (0.30, 0.35), "G2_instruction": (0.13, 0.20)}, "PtR leads RtP on every subset"),
     ({"G2_instruction": (0.135, 0.128)}, "only G2 stored so far, where PtR trails RtP: the crossover needs"),
     ({"G1_instruction": (0.35, 0.30)}, "only G1 stored so far, where PtR trails RtP"),
+    ({"G1_instruction": (0.35, 0.30), "G2_instruction": (0.135, 0.180)},
+     "RtP leads on single-tool G1 and PtR on multi-tool G2: the paper's crossover"),
 ])
 def test_the_verdict_follows_the_signs_and_quotes_the_numbers(recalls, finding) -> None:
     verdict = crossover_verdict(differences(board("s", recalls), "s"))

@@ -49,7 +49,8 @@ def crossover_verdict(diffs: Mapping[str, float], metric: str = "recall", k: int
     elif all(d > 0 for d in diffs.values()):
         finding = "PtR leads RtP on every subset: no crossover"
     elif single and multi and all(d < 0 for d in single) and all(d > 0 for d in multi):
-        finding = "RtP leads on single-tool G1 and PtR on multi-tool G2 and G3: the paper's crossover"
+        stored = " and ".join(SHORT[s] for s in MULTI if s in diffs)  # only the subsets it holds (G3 may be to come)
+        finding = f"RtP leads on single-tool G1 and PtR on multi-tool {stored}: the paper's crossover"
     elif single and multi and all(d < 0 for d in single) and any(d > 0 for d in multi):
         finding = "RtP leads on G1 and PtR on part of the multi-tool subsets: a partial crossover"
     else:
