@@ -19,15 +19,18 @@ def differences(board: pd.DataFrame, system: str, metric: str = "recall") -> dic
     wide = part.pivot_table(index="subset", columns="arch", values=metric, aggfunc="first")
     if not set(PAPER_ARCHS) <= set(wide.columns):
         return {}
-    return {s: float(wide.at[s, "ptr"] - wide.at[s, "rtp"]) for s in (*SINGLE, *MULTI)
-            if s in wide.index and not math.isnan(wide.at[s, "ptr"] - wide.at[s, "rtp"])}
+    return _subset_differences(wide, "rtp", "ptr")
 
 
 def main_differences(main: pd.DataFrame, metric: str = "recall") -> dict[str, float]:
     """PtR - RtP `metric` per instruction subset from one study's main table (ResultsReader.main_table)."""
-    part = main[(main["metric"] == metric) & main["subset"].isin(SHORT)].set_index("subset")
-    return {s: float(part.at[s, "ptr_mean"] - part.at[s, "rtp_mean"]) for s in (*SINGLE, *MULTI)
-            if s in part.index and not math.isnan(part.at[s, "ptr_mean"] - part.at[s, "rtp_mean"])}
+    return _subset_differences(main[main["metric"] == metric].set_index("subset"), "rtp_mean", "ptr_mean")
+
+
+def _subset_differences(by_subset: pd.DataFrame, rtp: str, ptr: str) -> dict[str, float]:
+    """ptr - rtp per instruction subset of a frame indexed by subset, G1 first; undefined differences left out."""
+    diffs = {s: float(by_subset.at[s, ptr] - by_subset.at[s, rtp]) for s in (*SINGLE, *MULTI) if s in by_subset.index}
+    return {s: d for s, d in diffs.items() if not math.isnan(d)}
 
 
 def crossover_verdict(diffs: Mapping[str, float], metric: str = "recall", k: int = 5) -> str:
@@ -48,10 +51,10 @@ def crossover_verdict(diffs: Mapping[str, float], metric: str = "recall", k: int
         finding = "PtR trails RtP on every subset: no crossover"
     elif all(d > 0 for d in diffs.values()):
         finding = "PtR leads RtP on every subset: no crossover"
-    elif single and multi and all(d < 0 for d in single) and all(d > 0 for d in multi):
+    elif all(d < 0 for d in single) and all(d > 0 for d in multi):
         stored = " and ".join(SHORT[s] for s in MULTI if s in diffs)  # only the subsets it holds (G3 may be to come)
         finding = f"RtP leads on single-tool G1 and PtR on multi-tool {stored}: the paper's crossover"
-    elif single and multi and all(d < 0 for d in single) and any(d > 0 for d in multi):
+    elif all(d < 0 for d in single) and any(d > 0 for d in multi):
         finding = "RtP leads on G1 and PtR on part of the multi-tool subsets: a partial crossover"
     else:
         finding = "no crossover of the paper's kind"

@@ -30,6 +30,7 @@ DEFAULT_STUDY_RULE = ("the complete main study that covers the most subsets, the
 NO_DATABASE = "no results database yet: run `python -m core bench all`"
 EMPTY_DATABASE = "the results database is empty: run `python -m core bench all`"
 
+
 def system_names(pairs: Iterable[tuple[str, str]]) -> list[str]:
     """The systems of these (backend, model) pairs, in name order: a backend's name, or "backend:model" for each
     model of a backend that has several (the local models)."""

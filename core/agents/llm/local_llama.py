@@ -140,19 +140,21 @@ class _Instance:
         """How many leading tokens of `tokens` this instance's KV cache already holds, in whole chunks."""
         return _whole_chunks(_shared(tokens, self._last_prompt), len(tokens))
 
+    def _longest_kept(self, tokens: list[int]) -> tuple[int, ...]:
+        """The longest kept prefix that `tokens` starts with and goes beyond (its last chunk is evaluated); ()."""
+        return max((prefix for prefix in self._prefixes if len(prefix) < len(tokens)
+                    and tuple(tokens[:len(prefix)]) == prefix), key=len, default=())
+
     def reuse(self, tokens: list[int]) -> int:
         """How many leading tokens of `tokens` this instance can skip: held in its KV cache or a kept prefix."""
-        kept = max((len(prefix) for prefix in self._prefixes if len(prefix) < len(tokens)
-                    and tuple(tokens[:len(prefix)]) == prefix), default=0)
-        return max(self.reusable(tokens), kept)
+        return max(self.reusable(tokens), len(self._longest_kept(tokens)))
 
     def _restore(self, tokens: list[int]) -> int:
         """Load the longest kept prefix of `tokens` into the KV cache when it beats what the cache holds; the
         number of leading tokens held either way."""
         keep = self.reusable(tokens)
-        best = max((prefix for prefix in self._prefixes if keep < len(prefix) < len(tokens)
-                    and tuple(tokens[:len(prefix)]) == prefix), key=len, default=None)
-        if best is None:
+        best = self._longest_kept(tokens)
+        if len(best) <= keep:
             return keep
         data = self._prefixes[best]
         self._prefixes.move_to_end(best)
