@@ -12,7 +12,7 @@ import threading
 import streamlit as st
 
 from core.data.toolbench import GOLD_DEFINITIONS, GOLD_LIST
-from core.settings import REGISTRIES, DataNotFoundError, check_cache_dir
+from core.settings import BOUNDS, REGISTRIES, DataNotFoundError, check_cache_dir
 from ui.index_job import index_job
 from ui.page_settings import LATEST_STUDY, base_settings, current_settings
 
@@ -39,13 +39,15 @@ def start_index() -> None:
 
 @st.cache_resource(show_spinner=False)
 def start_results_unpack() -> None:
-    """A fresh clone's first request unpacks the committed results (core.store.store.unpack_if_packed: 9.8 MB of
+    """A fresh clone's first request unpacks the committed results (core.store.packing.unpack_if_packed: 9.8 MB of
     gzip to 69 MB) for the sidebar's study list: started once per server here, beside the page imports below, rather
     than after them. A failure is said by the page, whose own call meets it again."""
+    # Imported here, not in the thread: two threads importing the same package at once can each meet the other's
+    # half-initialised module (a fresh server's first page failed so: "partially initialized module").
+    from core.store.packing import readable
+
     def unpack() -> None:
         try:
-            from core.store.store import readable
-
             readable(base_settings().results_url)
         except Exception:  # noqa: BLE001 - the page's own call (or its settings check) reports it in one line
             pass
@@ -94,7 +96,8 @@ with st.sidebar:
     st.radio("Gold APIs", GOLD_DEFINITIONS, key="gold", captions=[g.caption for g in GOLD_LIST], bind="query-params",
              help="api_list: the APIs a query was generated from (close to the paper's ground truth). "
                   "relevant: ToolBench's 'relevant APIs'. Every number on every page uses this choice.")
-    st.slider("Default k", 1, 20, value=5, key="k_default", bind="query-params",
+    k_shown = BOUNDS["k"].shown  # the part of k's range a slider offers, declared with it
+    st.slider("Default k", k_shown.low, k_shown.high, value=5, key="k_default", bind="query-params",
               help="How many APIs each architecture retrieves.")
     st.selectbox("Study", [LATEST_STUDY, *stored_studies(settings)], key="study", bind="query-params",
                  help=f"Which stored study the results pages show; {LATEST_STUDY}: {DEFAULT_STUDY_RULE}.")

@@ -12,19 +12,21 @@ import streamlit as st
 
 from core.retrieval.discovery import QueryError, clean_query, undecodable_at
 from core.data.loaders import queries_for, registry_for
-from core.settings import DataNotFoundError
+from core.settings import BOUNDS, DataNotFoundError
 from core.data.toolbench import subset_order
 from ui.safe import md, one_line
 from ui.page_settings import chosen_study, current_settings, shared_choices
-from core.study.live import live_query
+from core.retrieval.archs import arch, baseline
+from core.retrieval.memo import memoised
+from core.study.one_query import run_query
 from core.study.query_result import ArchResult, QueryOutcome
-from ui.live_view import LiveColumns, replay
+from ui.live_view import LiveColumns, Slots, draw_result, replay
 from ui.resources import (available_backends, backend_title, commit, live_results, remember, results,
                           with_backend)
-from ui.inspector_view import K_MAX, K_MIN, View, parse_view
+from ui.inspector_view import View, parse_view
 from ui.gold_section import gold_section
-from ui.widgets import (arch_column, describe, error, hybrid_section, index_gate, json_download, quiet_retriever,
-                        rerun_when_index_ready, router_verdict, stored_router_fit)
+from ui.widgets import (describe, error, index_gate, json_download, quiet_retriever, rerun_when_index_ready,
+                        router_verdict, stored_router_fit)
 
 MODES = ("Your query", "Benchmark query")
 URL_KEYS = ("q", "qid", "k", "backend")
@@ -82,7 +84,8 @@ else:
     text = st.text_area("Query", key="insp_text", height=90,
                         placeholder="What should the agent do? e.g. Find hotels in Paris and convert 200 EUR to USD")
 knob_k, knob_backend = st.columns(2)
-k = knob_k.slider("k", K_MIN, K_MAX, key="insp_k")
+k_shown = BOUNDS["k"].shown  # the part of k's range a slider offers, declared with it
+k = knob_k.slider("k", k_shown.low, k_shown.high, key="insp_k")
 backend = knob_backend.selectbox("LLM backend", backends, key="insp_backend", format_func=backend_title,
                                  help="Every local model installed here (`make llm MODEL=<name>` adds one), run by "
                                       "llama.cpp in this process; the offline heuristic is no LLM at all.")
@@ -127,11 +130,12 @@ if stored:
     note.success("Stored benchmark outputs, shown without recomputing.", icon=":material/database:")
     button.button("Recompute live", icon=":material/refresh:", on_click=state.__setitem__, args=("insp_live", view_key))
 
-rtp_slot, ptr_slot = st.columns(2)
+slots = Slots.make()
 if not stored:
     retriever = index_gate(settings)
     if retriever is None:
         st.stop()
+    retriever = memoised(retriever)  # the live query and the gold trace embed each text once between them
     lookup = describe(retriever.registry)
     router_box = st.empty()  # the router needs RtP's top-1 only: drawn with RtP's column, before any LLM call
 
@@ -141,8 +145,7 @@ if not stored:
             with router_box.container():
                 router_verdict(rtp_block.top1_score, fit)
 
-    columns = LiveColumns(rtp_slot.empty(), ptr_slot.empty(), st.empty(), st.empty(), lookup, k, gold,
-                          backend_title(backend), on_rtp=draw_router)
+    columns = LiveColumns(slots, lookup, k, gold, backend_title(backend), on_baseline=draw_router)
     done = live_results()
     live_key = (view_key, backend, run_settings.llm_model, retriever.registry.content_hash)
     if live_key in done:
@@ -150,11 +153,11 @@ if not stored:
         replay(columns, result, seconds, failure)
     else:
         try:
-            result = live_query(text, k, retriever, run_settings, columns.emit)
+            result = run_query(text, k, retriever, run_settings, columns.emit)
         except Exception as exc:  # noqa: BLE001 - an LLM or planner failure must not hide RtP
             failure = f"PtR and the planners failed: {exc}"
-            rtp = columns.result.get("rtp")
-            result = QueryOutcome(k, (rtp,) if rtp is not None else (), text)
+            kept = tuple(b for b in columns.result.blocks if not arch(b.arch).needs_stubs)  # what needs no LLM
+            result = QueryOutcome(k, kept, text)
             replay(columns, result, columns.seconds, failure)
         if not result.llm_error and failure is None:  # a model not installed yet is asked again next time
             remember(done, live_key, (result, columns.seconds, failure))
@@ -167,11 +170,7 @@ else:
                                        else settings))
     except DataNotFoundError:
         lookup = describe(None)
-    with rtp_slot:
-        arch_column("rtp", result.get("rtp"), lookup, k)
-    with ptr_slot:
-        arch_column("ptr", result.get("ptr"), lookup, k, failure=failure)
-    hybrid_section(result.get("hybrid"), lookup, k)
+    draw_result(slots, result, lookup, k)
 if stored:
     registry_name = (result.provenance or {}).get("registry_name")
     trace_settings = settings.with_(registry=registry_name) if registry_name in ("full", "documented") else settings
@@ -180,8 +179,9 @@ gold_section(text, result, query, gold_def, k, retriever)
 if stored and query is not None and retriever is None:
     rerun_when_index_ready(trace_settings)
 if stored:
-    rtp = result.get("rtp")
-    router_verdict(rtp.top1_score if rtp is not None else None, stored_router_fit(settings, gold_def, k, chosen_study()))
+    base = result.get(baseline().name)
+    router_verdict(base.top1_score if base is not None else None,
+                   stored_router_fit(settings, gold_def, k, chosen_study()))
 
 st.divider()
 info, actions = st.columns([3, 2])

@@ -228,12 +228,12 @@ def beyond_tab() -> None:
     signal = safe_read(settings, ResultsReader.router_signal, gold=gold, k=k, backend=backend) or {}
     if isinstance(rtable, pd.DataFrame) and isinstance(curve, pd.DataFrame) and fit:
         st.plotly_chart(db_figure(settings, ("router", gold, backend, k), lambda: figures.router_curve(
-            curve, rtable, fit.get("threshold")), source), width="stretch")
+            curve, rtable, fit.threshold), source), width="stretch")
         st.dataframe(rtable, hide_index=True, width="stretch")
         st.caption(md(router.ROUTER_NOTE, 800))
-        st.caption(f"Threshold fitted on all {fit['n']:,} queries: **{fit['threshold']:.3f}** (sends "
-                   f"{fit['share_to_ptr']:.0%} to PtR; in-sample recall {fit['in_sample_recall']:.3f}); per-fold "
-                   f"thresholds {', '.join(f'{t:.3f}' for t in fit['fold_thresholds'])}. Spearman ρ of the top-1 "
+        st.caption(f"Threshold fitted on all {fit.n:,} queries: **{fit.threshold:.3f}** (sends "
+                   f"{fit.share_to_ptr:.0%} to PtR; in-sample recall {fit.recall:.3f}); per-fold "
+                   f"thresholds {', '.join(f'{t:.3f}' for t in fit.fold_thresholds)}. Spearman ρ of the top-1 "
                    f"cosine with PtR − RtP recall: {signal.get('spearman_rho', math.nan):+.3f} "
                    f"(p = {signal.get('p', math.nan):.3g}).")
         download_buttons(rtable, f"router_{gold}_k{k}", source)

@@ -1,4 +1,4 @@
-"""The live Inspector's stage times per local model, warm, as the page gets them (core.study.live.live_query).
+"""The live Inspector's stage times per local model, warm, as the page gets them (core.study.one_query.run_query).
 
 For each model (`--model NAME|all`, default: every installed one): load it and answer two warm-up queries, then
 run `--queries` benchmark queries (the first of each instruction subset, in turn) with no call cache and report,
@@ -23,7 +23,7 @@ from core.data.loaders import queries_for  # noqa: E402
 from core.local_models import LOCAL_MODELS  # noqa: E402
 from core.retrieval.assemble import build_retriever  # noqa: E402
 from core.settings import Settings  # noqa: E402
-from core.study.live import Stage, live_query  # noqa: E402
+from core.study.one_query import Stage, run_query, stage_label  # noqa: E402
 
 SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
 GOALS = {"rtp": 1.0, "first_stub": {"qwen2.5-coder-1.5b-instruct-q4_k_m": 4.0},
@@ -34,12 +34,13 @@ def stage_times(text: str, retriever, settings: Settings) -> dict[str, float]:
     seen: dict[str, float] = {}
 
     def emit(stage: Stage) -> None:
-        name = "first_stub" if stage.name == "stub" else stage.name
-        seen.setdefault(name, stage.seconds)
+        label = stage_label(stage)
+        if label is not None:
+            seen.setdefault(label, stage.seconds)
 
-    live_query(text, 5, retriever, settings, emit, use_cache=False)
-    return {"rtp": seen["rtp"], "first_stub": seen.get("first_stub", float("nan")), "ptr_hits": seen["ptr"],
-            "ptr_column": seen["ptr_plan"], "rtp_plan": seen["rtp_plan"]}
+    run_query(text, 5, retriever, settings, emit, use_cache=False)
+    return {"rtp": seen["RtP hits"], "first_stub": seen.get("first stub", float("nan")),
+            "ptr_hits": seen["stubs + PtR hits"], "ptr_column": seen["PtR plan"], "rtp_plan": seen["RtP plan"]}
 
 
 def main() -> int:

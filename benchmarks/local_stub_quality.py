@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.retrieval.batch import ptr_batch, rtp_batch  # noqa: E402
+from core.retrieval.archs import WrittenStubs, arch, discover  # noqa: E402
 from core.study.evaluate import aggregate, score_query
 from core.agents.factory import make_agents  # noqa: E402
 from core.retrieval.assemble import build_retriever  # noqa: E402
@@ -55,9 +55,10 @@ def main() -> int:
         t0 = time.perf_counter()
         outcomes.append(writer.write(q.query))
         seconds.append(time.perf_counter() - t0)
-    local = ptr_batch([o.stubs for o in outcomes], [5], retriever)[5]
-    heuristic = ptr_batch([offline.write(q.query).stubs for q in queries], [5], retriever)[5]
-    rtp = rtp_batch([q.query for q in queries], 5, retriever)
+    ptr = arch("ptr")
+    local = discover(ptr, [q.query for q in queries], outcomes, [5], retriever)[5]
+    heuristic = discover(ptr, [q.query for q in queries], [offline.write(q.query) for q in queries], [5], retriever)[5]
+    rtp = discover(arch("rtp"), [q.query for q in queries], None, [5], retriever)[5]
     report: dict = {"model": writer.model, "prompt_version": writer.prompt_version, "queries": len(queries),
                     "subsets": {}}
     for subset in subset_order({q.subset for q in queries}):

@@ -41,10 +41,20 @@ class Bounds:
     """The values a numeric setting, flag or URL parameter may take: past them a machine aborts, overflows or
     eats its memory (LOCAL_THREADS=1e9 aborted in native code, --runs 1e20 took 3 GB before any output)."""
 
-    low: float
-    high: float
+    low: int | float
+    high: int | float
     unit: str  # "a whole number of threads", "a number of seconds", ...
     whole: bool = True
+    shown: Bounds | None = None  # the part a page's slider offers, when it offers less (its reason beside it)
+
+    def __post_init__(self) -> None:
+        """A shown part inside the range, so that no slider offers what the readers below the page refuse."""
+        if self.shown is not None and not self.low <= self.shown.low <= self.shown.high <= self.high:
+            raise ValueError(f"shown {self.shown.low:g}..{self.shown.high:g} is not inside {self.low:g}..{self.high:g}")
+
+    def holds(self, value: int | float) -> bool:
+        """Whether `value` is in range: for a value already parsed (check_k's int), which parse() would re-read."""
+        return self.low <= value <= self.high
 
     def parse(self, name: str, raw: str) -> int | float:
         """The value of `raw`, or a one-line ValueError naming the setting, its range and what was given."""
@@ -54,13 +64,14 @@ class Bounds:
             value = (int(text) if self.whole else float(text)) if len(text) <= 32 else None
         except ValueError:
             value = None
-        if value is None or not math.isfinite(value) or not self.low <= value <= self.high:
-            shown = raw if len(raw) <= 40 else raw[:40] + f"… ({len(raw):,} characters)"
-            raise ValueError(f"{name} must be {self.unit} from {self.low:g} to {self.high:g}, not {shown!r}")
+        if value is None or not math.isfinite(value) or not self.holds(value):
+            given = raw if len(raw) <= 40 else raw[:40] + f"… ({len(raw):,} characters)"
+            raise ValueError(f"{name} must be {self.unit} from {self.low:g} to {self.high:g}, not {given!r}")
         return value
 
 
-# Every numeric setting's range, declared once: the environment's (here), the bench flags' and the URL's read them.
+# Every numeric setting's range, declared once: the environment's (here), the CLI's flags, the pages' sliders and the
+# URL's parameters read them, and the library's own checks (check_k).
 BOUNDS: dict[str, Bounds] = {
     "LLM_TIMEOUT_S": Bounds(0.1, 3600, "a number of seconds", whole=False),
     "LLM_QUERY_BUDGET_S": Bounds(0.1, 86_400, "a number of seconds", whole=False),
@@ -71,8 +82,11 @@ BOUNDS: dict[str, Bounds] = {
     "HNSW_EF_SEARCH": Bounds(1, 100_000, "a whole number"),
     "IVF_NLIST": Bounds(1, 1_000_000, "a whole number"),
     "IVF_NPROBE": Bounds(1, 1_000_000, "a whole number"),
-    # bench flags (core.study.catalog) and URL parameters (ui.inspector_view)
-    "k": Bounds(1, 1_000, "a whole number of APIs"),
+    # CLI flags (core.cli, core.study.catalog), pages and URL parameters (app.py, app_pages/, ui.inspector_view).
+    # k, APIs per search: the study needs 20; 47k hits were 21 MB of JSON and took minutes to score (check_k).
+    # shown: the sliders (sidebar, Inspector) offer the studies' k, 1..20 (KSWEEP_KS): the Inspector draws a card
+    # per hit and architecture, and a slider of 100 steps could hardly pick among 1..20.
+    "k": Bounds(1, 100, "a whole number of APIs", shown=Bounds(1, 20, "a whole number of APIs")),
     "runs": Bounds(1, 100, "a whole number of runs"),
     "concurrency": Bounds(1, 256, "a whole number of calls in flight"),
     "plan_sample": Bounds(0, 100_000, "a whole number of queries per subset"),

@@ -6,7 +6,7 @@ builders, runner and store, declared in the test as one more catalog entry.
 from __future__ import annotations
 
 from core.agents.factory import make_agents
-from core.retrieval.batch import rtp_batch
+from core.retrieval.archs import arch, discover
 from core.study.catalog import BenchContext
 from core.study.rows import base_row, by_subset
 from core.study.runner import insert_run, open_run
@@ -22,7 +22,7 @@ def run_fake(context: BenchContext, *, k: int = 2) -> list[int]:
         if opened is None:
             continue
         run_id, todo = opened
-        found = rtp_batch([q.query for q in todo], k, context.retriever)
+        found = discover(arch("rtp"), [q.query for q in todo], None, [k], context.retriever)[k]
         insert_run(context.store, run_id, [base_row(run_id, q, d) for q, d in zip(todo, found)])
         touched.append(run_id)
     return touched

@@ -31,7 +31,8 @@ from core.agents.stubs import StubOutcome
 from core.analysis.reader import ResultsReader
 from core.data.registry import Registry
 from core.data.toolbench import GOLD_DEFINITIONS, Api, Query
-from core.retrieval.discovery import Hit, Retriever, Stub
+from core.retrieval.archs import Arch, WrittenStubs, arch, the_query
+from core.retrieval.discovery import Discovery, Hit, Retriever, Stub, clean_query
 from core.retrieval.index import VectorIndex
 from core.retrieval.memo import memoised
 from core.settings import PROJECT_ROOT, Settings
@@ -41,7 +42,9 @@ from core.study.ksweep import run_ksweep
 from core.study.main_study import run_main
 from core.evaluation.run_means import RUN_MEANS, trajectory_means
 from core.study.scaling import run_scaling
-from core.store.store import QueryResult, Store, make_engine
+from core.store.engine import make_engine
+from core.store.schema import QueryResult
+from core.store.store import Store
 
 
 # ------------------------------------------------------------------ a fake encoder and tiny data
@@ -120,6 +123,27 @@ def make_queries(n: int | None = None) -> list[Query]:
         out.append(Query(subset, subset[:2], 100 + i, text, relevant, api_list))
     return out if n is None else [q for s in ("G1_instruction", "G2_instruction")
                                   for q in [q for q in out if q.subset == s][:n]]
+
+
+# A throwaway architecture (tests/test_archs.py, tests/test_app_pages.py): RtP searching 2k deep and keeping the
+# top k, declared with no other edit.
+WIDE = Arch("rtp@2k", "RtP@2k", "RtP@2k · 2k retrieved, top k kept", "#000000", the_query, depth=lambda k: 2 * k,
+            in_ksweep=True, beyond_paper=True, caption="RtP's query searched twice as deep.")
+
+
+def rtp_of(query: str, k: int, retriever: Retriever) -> Discovery:
+    """RtP's declared retrieval for one query, cleaned as the query path cleans it."""
+    return arch("rtp").retrieve(clean_query(query), None, k, retriever)
+
+
+def ptr_of(stubs: Sequence[Stub], k: int, retriever: Retriever) -> Discovery:
+    """PtR's declared retrieval of given stubs."""
+    return arch("ptr").retrieve("", WrittenStubs(tuple(stubs)), k, retriever)
+
+
+def hybrid_of(query: str, stubs: Sequence[Stub], k: int, retriever: Retriever, fallback: bool = False) -> Discovery:
+    """The hybrid's declared retrieval: the cleaned query plus the stubs (none searched after a fallback)."""
+    return arch("hybrid").retrieve(clean_query(query), WrittenStubs(tuple(stubs), fallback), k, retriever)
 
 
 def make_retriever() -> Retriever:

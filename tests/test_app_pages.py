@@ -22,7 +22,7 @@ from core.agents.factory import Agents
 from core.agents.llm import LLMError
 from core.agents.planner import LLMPlanner
 from core.agents.stubs import LLMStubWriter
-from core.settings import PROJECT_ROOT, Settings
+from core.settings import BOUNDS, PROJECT_ROOT, Settings
 from core.store.store import Store
 from tests.fake_llm_servers import ModeServer, Scripted, openai_ok
 from tests.helpers import APIS, APP, EVIL_DESCRIPTION, MAIN_K, QUERIES, SCRUBBED, TIMEOUT_S, build_app_env
@@ -85,6 +85,8 @@ def test_overview_shows_explanation_chart_status_and_offline_banner(app_env, ind
     assert status["Registry"] == f"full · {len(APIS)} APIs" and "offline heuristic" in status["LLM backend"]
     assert re.match(r"\d+ complete runs \(.*main \d+", status["Results"])
     assert at.sidebar.radio[0].value == "full" and at.sidebar.slider[0].value == 5
+    shown = BOUNDS["k"].shown  # tests/test_input_checks.py asks every other reader of k's range
+    assert (at.sidebar.slider[0].min, at.sidebar.slider[0].max) == (shown.low, shown.high)
 
 
 def test_the_banner_names_the_installed_local_models_and_how_to_pick_one(app_env, monkeypatch, tmp_path) -> None:
@@ -227,6 +229,7 @@ def test_url_restores_a_stored_benchmark_view_with_gold_marks(app_env) -> None:
     at = page("app_pages/inspector.py", {"qid": "G1_instruction:1", "k": str(MAIN_K)})
     no_exception(at)
     assert at.radio[0].value == "Benchmark query" and at.slider[0].value == MAIN_K
+    assert (at.slider[0].min, at.slider[0].max) == (BOUNDS["k"].shown.low, BOUNDS["k"].shown.high)
     assert "Stored benchmark outputs" in texts(at, "success")[0]
     labels = [e.label for e in at.expander]
     assert any(GOLD_BADGE in label and "Hotels/search hotels" in label for label in labels)
@@ -306,7 +309,7 @@ class FailingClient:
 
 def test_llm_failure_mid_query_keeps_rtp(app_env, index_ready, monkeypatch) -> None:
     """A failing LLM: PtR falls back to the raw query, the planners report errors, RtP shows in full."""
-    monkeypatch.setattr("core.study.live.make_agents", lambda settings, retriever, use_cache=True: Agents(
+    monkeypatch.setattr("core.study.one_query.make_agents", lambda settings, retriever, use_cache=True: Agents(
         LLMStubWriter(FailingClient()), LLMPlanner(FailingClient(), retriever.registry.get)))
     at = page("app_pages/inspector.py", {"q": "Tell me a random joke about football"})
     no_exception(at)
@@ -323,7 +326,7 @@ def test_a_stage_that_runs_out_of_time_is_named_on_the_page(app_env, index_ready
 
     with ModeServer(Scripted(200, openai_ok("{}").body, delay_s=30)) as server:
         client = OpenAICompatClient(f"{server.url}/v1", "fake-model", timeout_s=60)
-        monkeypatch.setattr("core.study.live.make_agents", lambda settings, retriever, use_cache=True: Agents(
+        monkeypatch.setattr("core.study.one_query.make_agents", lambda settings, retriever, use_cache=True: Agents(
             LLMStubWriter(client, budget_s=1), LLMPlanner(client, retriever.registry.get, budget_s=1)))
         at = page("app_pages/inspector.py", {"q": "A hotel in Lisbon and the weather there"})
     no_exception(at)
@@ -338,7 +341,7 @@ def test_unexpected_ptr_crash_is_contained_to_its_column(app_env, index_ready, m
     def broken(*args, **kwargs):
         raise RuntimeError("stub writer crashed")
 
-    monkeypatch.setattr("core.study.live.make_agents", broken)
+    monkeypatch.setattr("core.study.one_query.make_agents", broken)
     at = page("app_pages/inspector.py", {"q": "Weather forecast for a city and a joke"})
     no_exception(at)
     assert len(at.expander) == 5  # RtP's hits
@@ -477,3 +480,19 @@ def test_scaling_tab_shows_the_distractor_scale_and_the_index_table(app_env) -> 
     assert "SYNTHETIC" in markdown_everywhere(at)
     figures_json = [chart.proto.spec for chart in at.get("plotly_chart")]
     assert any("SYNTHETIC distractors" in spec for spec in figures_json)
+
+
+def test_a_declared_architecture_appears_on_the_inspector_with_no_page_edit(app_env, index_ready,
+                                                                           monkeypatch) -> None:
+    from core.retrieval import archs
+    from tests.helpers import WIDE
+
+    monkeypatch.setitem(archs.ARCHS_BY_NAME, WIDE.name, WIDE)
+    at = page("app_pages/inspector.py", {"q": "Find hotels in Paris and convert 200 EUR to USD", "k": "3"})
+    no_exception(at)
+    headings = [s.value for s in at.subheader]
+    assert headings[:4] == ["RtP · Retrieve-then-Plan", "PtR · Plan-then-Retrieve",
+                            "Hybrid · PtR's stubs + the raw query (beyond the paper)", WIDE.title]
+    assert WIDE.caption in texts(at, "caption")
+    assert len(at.expander) == 4 * 3  # k=3 hits in each of the four architectures
+    assert any("RtP@2k hits" in c for c in texts(at, "caption"))  # the stage times name it too

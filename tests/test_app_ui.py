@@ -11,6 +11,8 @@ import plotly.graph_objects as go
 import pytest
 
 from core.settings import PROJECT_ROOT
+from core.agents.llm import Usage
+from core.agents.planner import Plan
 from core.analysis import paper
 from core.study.query_result import QueryOutcome
 from ui import figures, tables
@@ -87,7 +89,7 @@ def _result() -> QueryOutcome:
              "stub": "find_hotels", "gold": False},
             {"rank": 2, "tool_name": "Jokes", "api_name": "random joke", "category": "Fun", "score": 0.5,
              "stub": "tell_joke", "gold": False}]
-    plan = {"usage": {"total_tokens": 30}, "latency_s": 0.5}
+    plan = Plan((), (), (), None, 2, "fake", "fake-llm-1", "fake-planner-v1", Usage(30), 0.5).to_json()
     head = {"top1_score": 0.9, "search_width": 2, "recall": 0.0, "precision": 0.0, "plan": plan}
     return QueryOutcome.from_json({
         "query": "q", "k": 2, "rtp": {"hits": hits, **head, "latency_s": 0.01},

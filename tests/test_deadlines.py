@@ -19,7 +19,7 @@ from core.agents.llm import LLMError
 from core.agents.llm.budget import within_budget
 from core.retrieval.memo import memoised
 from core.settings import Settings
-from core.study.single_query import inspect_query
+from core.study.one_query import run_query
 from tests.fake_llm_servers import (FakeServer, ModeServer, Scripted, gemini_error, gemini_ok, openai_error,
                                     openai_ok)
 from tests.helpers import MODEL_CACHE, llama_built, make_queries, make_retriever
@@ -55,7 +55,7 @@ def test_a_query_ends_within_its_budget_and_says_which_stage_ran_out(fault: str,
         settings = settings_of(backend, server, tmp_path / "cache")
         retriever = memoised(make_retriever())
         started = time.monotonic()
-        answer = inspect_query(make_queries(1)[0].query, 3, retriever, settings).to_json()
+        answer = run_query(make_queries(1)[0].query, 3, retriever, settings).to_json()
         took = time.monotonic() - started
     assert took < BUDGET_S + SLACK_S, f"{fault} on {backend} took {took:.1f} s"
     assert answer["rtp"]["hits"], "RtP answers whatever the LLM does"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from core.analysis import stored_rows
 from core.analysis.reader import ResultsReader
 from core.retrieval.memo import memoised
 from core.study.main_study import run_main
@@ -36,7 +37,7 @@ def test_a_new_reader_reads_the_kept_table_instead_of_computing_it(study: str, t
     def never(*args, **kwargs):
         raise AssertionError("computed again")
 
-    monkeypatch.setattr(ResultsReader, "_load_per_run", never)
+    monkeypatch.setattr(stored_rows, "load_per_run", never)
     pd.testing.assert_frame_equal(ResultsReader(study, cache).main_table(), first)
 
 

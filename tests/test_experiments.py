@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from core.retrieval.discovery import QUERY_LABEL, Retriever, Stub, hybrid_retrieve
-from core.retrieval.batch import ptr_batch, rtp_batch
+from core.retrieval.archs import QUERY_LABEL, WrittenStubs, arch, discover
+from core.retrieval.discovery import Retriever, Stub
 from core.study.evaluate import score_query
 from core.study.rows import FALLBACK_STUB, plan_pass
 from core.study.setup import Setup
@@ -26,10 +26,12 @@ from core.agents.factory import Agents
 from core.agents.llm import Usage
 from core.agents.planner import Plan
 from core.settings import Settings
-from core.store.store import QueryResult, Run, Store
+from core.store.schema import QueryResult, Run
+from core.store.store import Store
 from core.agents.stubs import StubOutcome
 from core.data.toolbench import Query
-from tests.helpers import CV, H, FakePlanner, FakeStubWriter, bench_context, fake_agents, make_queries, make_retriever
+from tests.helpers import (CV, H, FakePlanner, FakeStubWriter, bench_context, fake_agents, hybrid_of, make_queries,
+                           make_retriever)
 
 
 @pytest.fixture
@@ -72,7 +74,7 @@ def test_rows_hold_scores_for_both_golds_hits_stubs_and_plans(db_url: str) -> No
     queries = make_queries()
     run_main(bench_context(store, retriever, queries, commit="x"), runs=1, k=5, concurrency=1, agents_for=fake_agents())
     by_uid = {q.uid: q for q in queries}
-    expected = dict(zip((q.uid for q in queries), rtp_batch([q.query for q in queries], 5, retriever)))
+    expected = dict(zip((q.uid for q in queries), discover(arch("rtp"), [q.query for q in queries], None, [5], retriever)[5]))
     for row in rows_of(store, arch="rtp"):
         q = by_uid[row.query_uid]
         keys = expected[q.uid].keys
@@ -89,7 +91,7 @@ def test_rows_hold_scores_for_both_golds_hits_stubs_and_plans(db_url: str) -> No
     for row in rows_of(store, arch="ptr"):
         q = by_uid[row.query_uid]
         stubs = FakeStubWriter().write(q.query).stubs
-        found = ptr_batch([stubs], [5], retriever)[5][0]
+        found = arch("ptr").retrieve(q.query, WrittenStubs(stubs), 5, retriever)
         assert [(h["tool_name"], h["api_name"]) for h in row.hits] == found.keys
         assert row.search_width == found.search_width
         assert [s["name"] for s in row.stubs] == [s.name for s in stubs]
@@ -333,7 +335,7 @@ def test_hybrid_reuses_stored_stubs_adds_the_query_and_resumes(db_url: str) -> N
         source = {row["query_uid"]: row["stubs"] for row in store.results(run.spec.source_run_id, ("query_uid", "stubs"))}
         for row in store.results(run.id, ("query_uid", "hits")):
             written = [Stub(s["name"], s["reasoning"]) for s in source[row["query_uid"]]]
-            expected = hybrid_retrieve(by_uid[row["query_uid"]].query, written, 5, retriever)
+            expected = hybrid_of(by_uid[row["query_uid"]].query, written, 5, retriever)
             assert [(h["tool_name"], h["api_name"]) for h in row["hits"]] == expected.keys
             assert {h["stub"] for h in row["hits"]} <= {QUERY_LABEL, *(s.name for s in written)}
 

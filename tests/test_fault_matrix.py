@@ -23,7 +23,8 @@ from core.analysis.report import NoUsableRows, build_report
 from core.retrieval.memo import memoised
 from core.settings import PROJECT_ROOT, Settings
 from core.study.main_study import run_main
-from core.study.single_query import inspect_query
+from core.retrieval.archs import arch
+from core.study.one_query import run_query
 from core.store.store import Store
 from tests.fake_llm_servers import (FakeServer, ModeServer, Scripted, gemini_prompt_blocked, gemini_reply_blocked,
                                     openai_error, openai_filtered, openai_ok)
@@ -124,7 +125,7 @@ def check_mode(mode: Mode, settings: Settings, tmp_path: Path) -> None:
     [query] = make_queries(1)[:1]
 
     # The Inspector's and `python -m core query`'s path: RtP answers, the failure is shown.
-    answer = inspect_query(query.query, 3, retriever, settings).to_json()
+    answer = run_query(query.query, 3, retriever, settings).to_json()
     assert [h["api_name"] for h in answer["rtp"]["hits"]], "RtP must answer whatever the LLM does"
     assert answer["ptr"]["stub_fallback"] and mode.reason in answer["ptr"]["stub_error"]
     assert mode.reason in answer["rtp"]["plan"]["parse_error"]
@@ -154,7 +155,7 @@ def test_a_429_with_a_long_retry_after_ends_within_the_budget(settings_for) -> N
     settings = settings_for(ModeServer(MODES["429_retry_after_3600"].reply))
     retriever = memoised(make_retriever())
     started = time.monotonic()
-    inspect_query(make_queries(1)[0].query, 3, retriever, settings)
+    run_query(make_queries(1)[0].query, 3, retriever, settings)
     assert time.monotonic() - started < settings.query_budget_s + 2 * settings.llm_timeout_s
 
 
@@ -162,7 +163,7 @@ def test_stub_cap_is_said(settings_for) -> None:
     server = ModeServer(chat(PLAN_OK))
     server.enqueue(chat(many_stubs(40)))
     settings = settings_for(server)
-    answer = inspect_query(make_queries(1)[0].query, 3, make_retriever(), settings, archs="ptr").to_json()
+    answer = run_query(make_queries(1)[0].query, 3, make_retriever(), settings, archs=[arch("ptr")], plans=False).to_json()
     assert len(answer["ptr"]["stubs"]) == 10
     assert answer["ptr"]["stub_capped"] == "stub cap: kept the first 10 of 40 stubs"
 
@@ -174,7 +175,7 @@ def test_a_key_echoed_in_a_successful_reply_reaches_nothing(settings_for, tmp_pa
     settings = settings_for(server)
     retriever = memoised(make_retriever())
     query = make_queries(1)[0]
-    assert KEY not in json.dumps(inspect_query(query.query, 3, retriever, settings).to_json())
+    assert KEY not in json.dumps(run_query(query.query, 3, retriever, settings).to_json())
     url = f"sqlite:///{tmp_path / 'results.sqlite'}"
     run_main(bench_context(Store(url), retriever, [query], settings=settings), runs=1, k=3, concurrency=1)
     for file in tmp_path.rglob("*"):

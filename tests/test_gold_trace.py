@@ -7,13 +7,15 @@ import pytest
 
 from core.data.registry import Registry
 from core.data.toolbench import Api
-from core.retrieval.discovery import Retriever, Stub, hybrid_retrieve, ptr_retrieve, rtp
+from core.retrieval.archs import WrittenStubs
+from core.retrieval.discovery import Retriever, Stub
 from core.retrieval.index import VectorIndex
 from core.study.gold_trace import topk_diff, trace_gold
-from tests.helpers import CV, FX, H, IP, JK, SMALL_APIS, WX, FakeEncoder
+from tests.helpers import CV, FX, H, IP, JK, SMALL_APIS, WX, FakeEncoder, hybrid_of, ptr_of, rtp_of
 
 QUERY = "Find hotels in London and convert the currency"
 STUBS = (Stub("search_hotels", "find a hotel in a city"), Stub("convert_currency", "convert money"))
+WRITTEN = WrittenStubs(STUBS)
 NAME_ONLY = Api("Ghost", "lookup", "Data", "", "name_only")
 MISSING = ("Not There", "nothing")
 
@@ -32,28 +34,28 @@ def _rank(keys: list, key: tuple) -> int | None:
 def test_ranks_match_each_architecture_searched_as_deep(retriever: Retriever) -> None:
     gold = {H, CV, IP, NAME_ONLY.key}
     depth = 11
-    traces = {(t.tool_name, t.api_name): t for t in trace_gold(QUERY, STUBS, gold, retriever, depth=depth)}
-    rtp_keys = rtp(QUERY, depth, retriever).keys
-    ptr_keys = ptr_retrieve(STUBS, depth, retriever).keys
-    hybrid_keys = hybrid_retrieve(QUERY, STUBS, depth, retriever).keys
+    traces = {(t.tool_name, t.api_name): t for t in trace_gold(QUERY, WRITTEN, gold, retriever, depth=depth)}
+    rtp_keys = rtp_of(QUERY, depth, retriever).keys
+    ptr_keys = ptr_of(STUBS, depth, retriever).keys
+    hybrid_keys = hybrid_of(QUERY, STUBS, depth, retriever).keys
     assert set(traces) == gold
     for key, trace in traces.items():
-        assert (trace.rank_rtp, trace.rank_ptr, trace.rank_hybrid) == (
-            _rank(rtp_keys, key), _rank(ptr_keys, key), _rank(hybrid_keys, key))
-        assert trace.rank_rtp is not None  # 11 APIs, 11 deep: every API has a rank
+        assert trace.ranks == (("rtp", _rank(rtp_keys, key)), ("ptr", _rank(ptr_keys, key)),
+                               ("hybrid", _rank(hybrid_keys, key)))
+        assert trace.rank("rtp") is not None  # 11 APIs, 11 deep: every API has a rank
     assert [t.name_only for t in traces.values()] == [key == NAME_ONLY.key for key in traces]
 
 
 def test_beyond_depth_is_none(retriever: Retriever) -> None:
     depth = 2
-    rtp_keys = rtp(QUERY, depth, retriever).keys
+    rtp_keys = rtp_of(QUERY, depth, retriever).keys
     beyond = next(a.key for a in retriever.registry.apis if a.key not in rtp_keys)
-    (trace,) = trace_gold(QUERY, STUBS, {beyond}, retriever, depth=depth)
-    assert trace.rank_rtp is None
+    (trace,) = trace_gold(QUERY, WRITTEN, {beyond}, retriever, depth=depth)
+    assert trace.rank("rtp") is None
 
 
 def test_cosines_are_the_vectors_inner_products(retriever: Retriever) -> None:
-    (trace,) = trace_gold(QUERY, STUBS, {FX}, retriever)
+    (trace,) = trace_gold(QUERY, WRITTEN, {FX}, retriever)
     encoder = retriever.encoder
     api = encoder.encode([retriever.registry.get(FX).document])[0]
     query = encoder.encode([QUERY])[0]
@@ -65,14 +67,19 @@ def test_cosines_are_the_vectors_inner_products(retriever: Retriever) -> None:
 
 
 def test_an_api_outside_the_registry_says_so(retriever: Retriever) -> None:
-    (trace,) = trace_gold(QUERY, STUBS, {MISSING}, retriever)
-    assert (trace.in_registry, trace.rank_rtp, trace.rank_ptr, trace.cos_query) == (False, None, None, None)
+    (trace,) = trace_gold(QUERY, WRITTEN, {MISSING}, retriever)
+    assert (trace.in_registry, trace.rank("rtp"), trace.rank("ptr"), trace.cos_query) == (False, None, None, None)
 
 
 def test_hybrid_without_stubs_is_the_raw_query(retriever: Retriever) -> None:
     """After a stub fallback the hybrid searches the query alone, so its ranks are RtP's."""
-    traces = trace_gold(QUERY, (Stub(QUERY),), {H, WX, JK}, retriever, hybrid_stubs=())
-    assert [t.rank_hybrid for t in traces] == [t.rank_rtp for t in traces]
+    traces = trace_gold(QUERY, WrittenStubs((Stub(QUERY),), fallback=True), {H, WX, JK}, retriever)
+    assert [t.rank("hybrid") for t in traces] == [t.rank("rtp") for t in traces]
+
+
+def test_no_stubs_written_traces_only_what_needs_none(retriever: Retriever) -> None:
+    (trace,) = trace_gold(QUERY, None, {H}, retriever)
+    assert trace.archs == ("rtp",) and (trace.cos_stub, trace.best_stub) == (None, None)
 
 
 def test_topk_diff_keeps_each_lists_order() -> None:
@@ -85,7 +92,8 @@ def test_verdicts_name_the_reason() -> None:
 
     def trace(rtp: int | None, ptr: int | None, hybrid: int | None, name_only: bool = False,
               in_registry: bool = True) -> GoldTrace:
-        return GoldTrace("T", "a", in_registry, name_only, rtp, ptr, hybrid, 0.5, 0.4, "stub")
+        return GoldTrace("T", "a", in_registry, name_only, (("rtp", rtp), ("ptr", ptr), ("hybrid", hybrid)),
+                         0.5, 0.4, "stub")
 
     assert verdict(trace(3, 7, 2), 5) == "found by RtP, hybrid"
     assert verdict(trace(9, 30, None), 5) == "near miss: best rank 9 (RtP), below the top 5"

@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 
 from core.cli.common import k_value, k_values, sqlite_damage, validate_results_url
+from core.cli.main import build_parser
 from core.data.toolbench import DataUnreadable, load_queries, load_registry
-from core.retrieval.discovery import MAX_K, MAX_QUERY_CHARS, QueryError, check_k, clean_query, undecodable_at
+from core.retrieval.discovery import MAX_QUERY_CHARS, QueryError, check_k, clean_query, undecodable_at
 from core.retrieval.embedding import ModelUnavailable, looks_like_path, resolve_model_path
-from core.settings import BOUNDS, DataNotFoundError, Settings, bounded_setting, folder_problem
+from core.settings import BOUNDS, Bounds, DataNotFoundError, Settings, bounded_setting, folder_problem
 from core.store.dburl import DatabaseUnavailable
+from core.study.catalog import KSWEEP_KS, MAIN_K
 from tests.helpers import write_tiny_data
-from ui.inspector_view import K_MAX
+from ui.inspector_view import View, parse_qid, parse_view
 
 SECRET = "s3cret-pw"
 
@@ -55,18 +57,81 @@ def test_undecodable_at_finds_the_first_bad_character() -> None:
     assert undecodable_at("ab\ufffdc\udcff") == 2
 
 
-def test_k_is_bounded_by_max_k_everywhere() -> None:
-    assert check_k(1) == 1 and check_k(MAX_K) == MAX_K
-    for bad in (0, -1, MAX_K + 1, 100_000):
-        with pytest.raises(QueryError, match=f"1 to {MAX_K}"):
+# ---------------------------------------------------------------- k and the other shared ranges (BOUNDS)
+# Each reader is asked at both ends of its declared range and one past them, so that an edit of a declaration
+# that one reader does not follow fails here (k once had five ranges: 1..1000, 1..100 twice, 1..20 twice).
+
+K = BOUNDS["k"]
+
+
+def parsed(argv: list[str]) -> argparse.Namespace:
+    return build_parser()[0].parse_args(argv)
+
+
+def refusal(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line `python -m core` prints for argv, which its parser must refuse."""
+    with pytest.raises(SystemExit) as caught:
+        parsed(argv)
+    err = capsys.readouterr().err
+    assert caught.value.code == 2 and err.count("\n") == 1, err
+    return err
+
+
+def test_check_k_takes_the_declared_range() -> None:
+    assert check_k(K.low) == K.low and check_k(K.high) == K.high
+    for bad in (K.low - 1, K.high + 1, 100_000):
+        with pytest.raises(QueryError, match=f"^k must be from {K.low:g} to {K.high:g}, not {bad}$"):
             check_k(bad)
-    assert k_value("7") == 7 and k_values("20,1,5") == [1, 5, 20]
-    for bad in ("100000", "0", "x"):
-        with pytest.raises(argparse.ArgumentTypeError):
+    assert k_value(str(K.high)) == K.high and k_values(f"{K.high},{K.low}") == [K.low, K.high]
+    for bad in (str(K.high + 1), str(K.low - 1), "x", "9" * 5000):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"from {K.low:g} to {K.high:g}"):
             k_value(bad)
-    with pytest.raises(argparse.ArgumentTypeError, match="100000"):
-        k_values("5,100000")
-    assert K_MAX <= MAX_K  # the Inspector's slider and ?k= stay inside it
+    with pytest.raises(argparse.ArgumentTypeError, match=f"from {K.low:g} to {K.high:g}, not {K.high + 1}"):
+        k_values(f"{K.low},{K.high + 1}")
+
+
+@pytest.mark.parametrize("argv", [["query", "hotels", "--k"], ["eval", "--k"], ["bench", "main", "--k"],
+                                  ["bench", "scaling", "--k"], ["bench", "ksweep", "--ks"]],
+                         ids=["query", "eval", "bench-main", "bench-scaling", "bench-ksweep"])
+def test_every_k_flag_takes_the_declared_range(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    for good in (K.low, K.high):
+        value = getattr(parsed([*argv, str(good)]), argv[-1][2:])
+        assert value in (good, [good])
+    assert f"from {K.low:g} to {K.high:g}, not {K.high + 1}" in refusal([*argv, str(K.high + 1)], capsys)
+    refusal([*argv, str(K.low - 1)], capsys)
+
+
+def test_the_pages_and_the_url_take_the_shown_part_of_k() -> None:
+    """The sliders (app.py's sidebar, the Inspector; tests/test_app_pages.py checks their ends) and ?k= offer
+    BOUNDS["k"].shown, which lies inside k's range and holds every k the studies store by default."""
+    shown = K.shown
+    assert shown is not None and K.low <= shown.low <= shown.high <= K.high
+    assert {MAIN_K, *KSWEEP_KS} <= set(range(shown.low, shown.high + 1))  # the Examples page's links open
+    for good in (shown.low, shown.high):
+        assert parse_view({"k": str(good)}, MAIN_K, ()) == (View(k=good), [])
+    for bad in (str(shown.low - 1), str(shown.high + 1), "9" * 5000, "five"):
+        view, messages = parse_view({"k": bad}, MAIN_K, ())
+        assert view.k == MAIN_K and messages == [f"The link's k {bad[:20]!r} is not a whole number from "
+                                                 f"{shown.low} to {shown.high}; using k={MAIN_K}."]
+    with pytest.raises(ValueError, match="not inside"):
+        Bounds(1, 10, "a whole number", shown=Bounds(1, 20, "a whole number"))
+
+
+@pytest.mark.parametrize("name", ["runs", "concurrency", "plan_sample", "seeds", "limit"])
+def test_every_other_bench_flag_takes_its_declared_range(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    bounds, flag = BOUNDS[name], f"--{name.replace('_', '-')}"
+    for good in (bounds.low, bounds.high):
+        assert getattr(parsed(["bench", "all", flag, str(good)]), name) == good
+    for bad in (bounds.low - 1, bounds.high + 1):
+        err = refusal(["bench", "all", flag, str(bad)], capsys)
+        assert f"{flag} must be {bounds.unit} from {bounds.low:g} to {bounds.high:g}, not '{bad}'" in err
+
+
+def test_a_links_query_id_takes_its_declared_range() -> None:
+    bounds = BOUNDS["query_id"]
+    assert parse_qid(f"G1_instruction:{bounds.low}") == ("G1_instruction", bounds.low)
+    assert parse_qid(f"G1_instruction:{bounds.high}") == ("G1_instruction", bounds.high)
+    assert parse_qid(f"G1_instruction:{bounds.high + 1}") is None
 
 
 # ---------------------------------------------------------------- numeric settings

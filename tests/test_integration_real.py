@@ -6,13 +6,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.retrieval.discovery import rtp
 from core.study.evaluate import aggregate, score_query
-from core.retrieval.batch import rtp_batch
+from core.retrieval.archs import arch, discover
 from core.retrieval.assemble import build_retriever, load_encoder
 from core.data.registry import Registry, stratified_rows
 from core.settings import Settings
 from core.data.toolbench import PAPER_SUBSETS, load_queries, load_registry
+from tests.helpers import rtp_of
 
 pytestmark = pytest.mark.slow
 SUB_REGISTRY_SIZE = 800
@@ -47,18 +47,18 @@ def test_real_model_vectors_and_cache(real_setup) -> None:
 
 def test_rtp_finds_gold_with_the_real_model(real_setup) -> None:
     _, retriever, _, chosen = real_setup
-    found = rtp_batch([q.query for q in chosen], 5, retriever)
+    found = discover(arch("rtp"), [q.query for q in chosen], None, [5], retriever)[5]
     scores = [score_query(q, d.keys, "api_list", 5) for q, d in zip(chosen, found)]
     summary = aggregate(scores)
     # On an 800-API registry that holds every gold API, MiniLM finds a good share of them.
     assert summary["recall"] > 0.3 and summary["hit_rate"] > 0.7
     for query, batched in zip(chosen[:3], found):
-        single = rtp(query.query, 5, retriever)
+        single = rtp_of(query.query, 5, retriever)
         assert single.keys == batched.keys
         assert single.top1_score == pytest.approx(batched.top1_score, abs=1e-5)
 
 
 def test_unicode_and_huge_query_with_the_real_model(real_setup) -> None:
     _, retriever, _, _ = real_setup
-    assert len(rtp("天气预报 🌦️ weather forecast for Zürich", 5, retriever).hits) == 5
-    assert len(rtp("translate this text " * 5000, 5, retriever).hits) == 5
+    assert len(rtp_of("天气预报 🌦️ weather forecast for Zürich", 5, retriever).hits) == 5
+    assert len(rtp_of("translate this text " * 5000, 5, retriever).hits) == 5

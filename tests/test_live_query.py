@@ -1,15 +1,16 @@
 """The Inspector's live path: every stage reaches the page on the page's own thread, the first stub's hits
-before the reply is complete, and the result is inspect_query's."""
+before the reply is complete, and the result is the one the CLI prints."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from core.agents.factory import Agents
 from core.agents.llm.base import Usage
 from core.agents.llm.stream import current_sink
 from core.agents.stubs import Stub, StubOutcome
-from core.study.live import Stage, complete_stubs, live_query
-from core.study.single_query import inspect_query
+from core.study.one_query import (LLMFailed, Planned, Retrieved, Stage, StubSearched, Writing, complete_stubs, run_query,
+                                  stage_label)
 from core.settings import Settings
 from tests.helpers import FakePlanner, FakeStubWriter, make_retriever
 
@@ -47,52 +48,63 @@ def test_complete_stubs_reads_only_the_finished_objects_of_a_partial_reply() -> 
     assert complete_stubs(REPLY) == list(STUBS)  # escaped quotes decoded
 
 
-def test_stages_come_in_order_on_the_callers_thread_and_match_inspect_query() -> None:
+def shape(stage: Stage) -> str:
+    """A stage as "kind" or "kind:arch", for comparing orders."""
+    block = getattr(stage, "block", None)
+    return type(stage).__name__ + (f":{block.arch}" if block is not None else "")
+
+
+def test_stages_come_in_order_on_the_callers_thread_and_end_in_the_clis_result() -> None:
     retriever, writer = make_retriever(), StreamingWriter()
     stages: list[tuple[Stage, int]] = []
 
     def emit(stage: Stage) -> None:
         stages.append((stage, threading.get_ident()))
-        if stage.name == "stub":
+        if isinstance(stage, StubSearched):
             writer.shown.set()
 
-    result = live_query(QUERY, 3, retriever, Settings.from_env(env={}), emit, agents=Agents(writer, FakePlanner()))
-    names = [s.name for s, _ in stages]
-    assert names[0] == "rtp" and names[-4:] == ["ptr", "hybrid", "ptr_plan", "rtp_plan"]
+    result = run_query(QUERY, 3, retriever, Settings.from_env(env={}), emit, agents=Agents(writer, FakePlanner()))
+    shapes = [shape(s) for s, _ in stages]
+    assert shapes[0] == "Retrieved:rtp" and shapes[-4:] == ["Retrieved:ptr", "Retrieved:hybrid", "Planned:ptr",
+                                                            "Planned:rtp"]
     assert {t for _, t in stages} == {threading.get_ident()} and threading.get_ident() not in writer.threads
-    stub_stages = [s for s, _ in stages if s.name == "stub"]
-    assert [s.data["name"] for s in stub_stages] == ["search_hotels", "convert_currency"]
-    assert all(len(s.data["hits"]) == 3 for s in stub_stages)
-    first = names.index("stub")
-    partial = [s.data for s, _ in stages[:first] if s.name == "writing"][-1]
+    stub_stages = [s for s, _ in stages if isinstance(s, StubSearched)]
+    assert [s.stub.name for s in stub_stages] == ["search_hotels", "convert_currency"]
+    assert all(len(s.hits) == 3 for s in stub_stages)
+    first = shapes.index("StubSearched")
+    partial = [s.text for s, _ in stages[:first] if isinstance(s, Writing)][-1]
     assert "convert_currency" not in partial  # the first stub was searched before the reply was complete
     seconds = [s.seconds for s, _ in stages]
     assert seconds == sorted(seconds)
+    labels = [stage_label(s) for s, _ in stages]
+    assert [label for label in labels if label] == ["RtP hits", *["first stub"] * 2, "stubs + PtR hits", "hybrid hits",
+                                                    "PtR plan", "RtP plan"]
     again = StreamingWriter()
     again.shown.set()
-    whole = inspect_query(QUERY, 3, retriever, Settings.from_env(env={}), agents=Agents(again, FakePlanner()))
-    assert type(result) is type(whole) and list(result.to_json()) == list(whole.to_json())
-    for arch in ("rtp", "ptr", "hybrid"):
-        assert result.get(arch).hits == whole.get(arch).hits
-    for arch in ("rtp", "ptr"):
-        assert {**result.get(arch).plan, "latency_s": 0} == {**whole.get(arch).plan, "latency_s": 0}
+    whole = run_query(QUERY, 3, retriever, Settings.from_env(env={}), agents=Agents(again, FakePlanner()))
+    assert list(result.to_json()) == list(whole.to_json())
+    for name in ("rtp", "ptr", "hybrid"):
+        assert result.get(name).hits == whole.get(name).hits
+    for name in ("rtp", "ptr"):
+        assert replace(result.get(name).plan, latency_s=0.0) == replace(whole.get(name).plan, latency_s=0.0)
     assert result.writing.stubs == whole.writing.stubs
-    # Each plan stage carries its architecture's block with the plan, as the page draws it.
-    assert [s.data.plan for s, _ in stages if s.name.endswith("_plan")] == [result.get("ptr").plan,
-                                                                           result.get("rtp").plan]
+    # Each stage carries its architecture's block as it stands; the last one of each is the result's.
+    assert [s.block for s, _ in stages if isinstance(s, Planned)] == [result.get("ptr"), result.get("rtp")]
+    assert [s.block.plan for s, _ in stages if isinstance(s, Retrieved)] == [None, None, None]
 
 
 def test_a_reply_that_comes_whole_still_shows_each_stubs_hits() -> None:
     stages: list[Stage] = []
-    live_query(QUERY, 3, make_retriever(), Settings.from_env(env={}), stages.append,
-               agents=Agents(FakeStubWriter(), FakePlanner()))
-    assert [s.data["name"] for s in stages if s.name == "stub"] == ["find_hotels_in", "convert_200_eur"]
-    assert not any(s.name == "writing" for s in stages)
+    run_query(QUERY, 3, make_retriever(), Settings.from_env(env={}), stages.append,
+              agents=Agents(FakeStubWriter(), FakePlanner()))
+    assert [s.stub.name for s in stages if isinstance(s, StubSearched)] == ["find_hotels_in", "convert_200_eur"]
+    assert not any(isinstance(s, Writing) for s in stages)
 
 
 def test_an_llm_that_cannot_run_leaves_rtp_complete() -> None:
     stages: list[Stage] = []
     settings = Settings.from_env(env={"LLM_BACKEND": "gemini"})  # no key on this machine
-    result = live_query(QUERY, 3, make_retriever(), settings, stages.append)
-    assert [s.name for s in stages] == ["rtp", "llm_error"]
+    result = run_query(QUERY, 3, make_retriever(), settings, stages.append)
+    assert [shape(s) for s in stages] == ["Retrieved:rtp", "LLMFailed"]
+    assert isinstance(stages[-1], LLMFailed) and "GEMINI_API_KEY" in stages[-1].message
     assert "GEMINI_API_KEY" in result.llm_error and len(result.get("rtp").hits) == 3

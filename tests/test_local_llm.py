@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core.study.single_query import inspect_query
+from core.study.one_query import run_query
 from core.study.query_result import QueryOutcome
 from core.agents.factory import Agents, make_agents
 from core.data.loaders import registry_for
@@ -60,7 +60,7 @@ def end_to_end(local_settings: Settings, full_retriever) -> EndToEnd:
     """Each query through every architecture with gemma's stubs and plans, generated once (seconds a call): the
     end-to-end test checks them, the determinism test writes the first query's stubs again after all of them."""
     agents = make_agents(local_settings, full_retriever, use_cache=False)
-    return agents, [inspect_query(q, 5, full_retriever, local_settings, use_cache=False, agents=agents)
+    return agents, [run_query(q, 5, full_retriever, local_settings, use_cache=False, agents=agents)
                     for q in QUERIES]
 
 

@@ -1,25 +1,34 @@
-"""Store migrations: a version-1 database is adopted, not recreated; appended migrations reach databases with rows.
+"""Store migrations: a version-1 database is adopted, not recreated; appended migrations reach databases with rows;
+m002's failure_kind column is filled for new rows, and old rows are read through their texts.
 
 Tests that take `db_url` or a `kind` run on SQLite and on a real PostgreSQL server (tests/stores.py); those about
 SQLite files (the version-1 databases, which only SQLite ever held, a file's bytes, its journal) on SQLite only."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, inspect, select, text
 from sqlalchemy.engine import Connection
 
 from core.analysis.reader import ResultsReader
+from core.agents.llm import FailureKind
+from core.agents.llm.jsonparse import failure_reason
 from core.settings import PROJECT_ROOT
 from core.store import migrations
 from core.store.migrations import Migration
 from core.store.dburl import normalise
-from core.store.store import SCHEMA_VERSION, Base, SchemaMismatch, Store, check_schema, make_engine, unpack_if_packed
+from core.store.engine import make_engine
+from core.store.failure_kind import SOURCE_COLUMNS, failure_kind
+from core.store.packing import unpack_if_packed
+from core.store.schema import Base, QueryResult
+from core.store.schema_check import SCHEMA_VERSION, SchemaMismatch, check_schema
+from core.store.store import Store
 from tests.stores import STORES, query
 
 COMMITTED = PROJECT_ROOT / "data" / "results.sqlite.gz"
@@ -121,6 +130,7 @@ RESULT_SQL = ("INSERT INTO query_results (run_id, query_uid, subset, query_id, k
               "plan_thoughts_tokens) VALUES (:run_id, :uid, 'G1_instruction', :query_id, 5, :recall, :hits, :stubs, "
               "3, 4, 0, 5, 6, 0)")
 CONFIG = '{"concurrency":4}'
+KNOWN = [m.name for m in migrations.MIGRATIONS]  # this code's list, before a test appends to it
 
 
 def version_1_database(path: Path) -> str:
@@ -196,12 +206,13 @@ def extended(monkeypatch: pytest.MonkeyPatch, *steps: Migration) -> list[str]:
 
 
 def test_the_list_starts_with_the_version_1_schema() -> None:
-    assert SCHEMA_VERSION == len(migrations.MIGRATIONS) == 1
-    assert migrations.MIGRATIONS[0].name == "m001_initial_schema"
+    assert SCHEMA_VERSION == len(migrations.MIGRATIONS) == 2
+    assert KNOWN == ["m001_initial_schema", "m002_query_results_failure_kind"]
 
 
-def test_m001_creates_exactly_the_version_1_schema(tmp_path: Path) -> None:
+def test_m001_creates_exactly_the_version_1_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     version_1_database(tmp_path / "old.sqlite")
+    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
     Store(f"sqlite:///{tmp_path / 'new.sqlite'}").close()
 
     def schema(path: Path) -> set[tuple]:
@@ -234,14 +245,17 @@ def test_a_version_1_database_is_adopted_without_losing_a_row(tmp_path: Path) ->
     store = Store(url)
     assert [r.id for r in store.runs()] == [1, 2] and store.count_results(2) == 2
     store.close()
-    assert rows(url, "runs") == runs and rows(url, "query_results") == results and rows(url, "schema_info") == info
+    assert rows(url, "runs") == runs and rows(url, "query_results") == [(*r, None) for r in results]  # m002's column
+    assert rows(url, "schema_info") == [(*info[0][:1], len(KNOWN), *info[0][2:])]
     with sqlite3.connect(path) as conn:  # m001 is recorded as applied when the database was made
-        assert conn.execute("SELECT name, applied_at FROM schema_migrations").fetchall() == [
-            ("m001_initial_schema", CREATED_AT)]
+        recorded = conn.execute("SELECT name, applied_at FROM schema_migrations ORDER BY applied_at").fetchall()
+    assert recorded[0] == ("m001_initial_schema", CREATED_AT) and [name for name, _ in recorded] == KNOWN
     conn.close()
 
 
-def test_a_reader_reads_a_version_1_database_as_it_is(tmp_path: Path) -> None:
+def test_a_reader_reads_a_version_1_database_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing pending (this code's list cut back to m001) a reader writes nothing."""
+    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
     path = tmp_path / "results.sqlite"
     url = version_1_database(path)
     before = digest(path)
@@ -252,11 +266,11 @@ def test_a_reader_reads_a_version_1_database_as_it_is(tmp_path: Path) -> None:
 
 def test_migrations_are_recorded_in_order_and_applying_twice_does_nothing(db_url: str,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    names = extended(monkeypatch, Migration("m002_judge_score", add_judge_score),
-                     Migration("m003_reviewer", add_reviewer))
+    names = extended(monkeypatch, Migration("m003_judge_score", add_judge_score),
+                     Migration("m004_reviewer", add_reviewer))
     url = db_url
     Store(url).close()
-    assert records(url) == names and schema_version(url) == 3
+    assert records(url) == names and schema_version(url) == 4
     first, schema = query(url, "SELECT * FROM schema_migrations ORDER BY name"), shape(url)
     assert "judge_score" in {c[0] for c in schema["query_results"][0]}
     engine = make_engine(url)
@@ -283,14 +297,15 @@ def test_an_appended_migration_reaches_a_database_with_rows(tmp_path: Path, monk
                                                             made_by: Callable[[str, Path], str], opener: str) -> None:
     url = made_by(new_store(kind), tmp_path)
     runs, results = rows(url, "runs"), rows(url, "query_results")
-    names = extended(monkeypatch, Migration("m002_judge_score", add_judge_score))
+    names = extended(monkeypatch, Migration("m003_judge_score", add_judge_score))
     if opener == "store":
         Store(url).close()
     else:
         assert ResultsReader(url).available()
-    assert records(url) == names and schema_version(url) == 2
+    assert records(url) == names and schema_version(url) == 3
     assert rows(url, "runs") == runs
-    assert [(*r, None) for r in results] == rows(url, "query_results")  # the new column is last and empty
+    added = 3 - (1 if made_by is version_1 else 2)  # the columns of the migrations the database lacked
+    assert [(*r, *(None,) * added) for r in results] == rows(url, "query_results")  # new columns last and empty
 
 
 def test_a_failing_migration_leaves_the_database_as_it_was(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -301,32 +316,32 @@ def test_a_failing_migration_leaves_the_database_as_it_was(db_url: str, monkeypa
         add_judge_score(conn)
         raise RuntimeError("disk full")
 
-    extended(monkeypatch, Migration("m002_judge_score", half_done))
+    extended(monkeypatch, Migration("m003_judge_score", half_done))
     with pytest.raises(RuntimeError, match="disk full"):
         Store(url)
-    assert records(url) == ["m001_initial_schema"] and schema_version(url) == 1
+    assert records(url) == KNOWN and schema_version(url) == 2
     assert "judge_score" not in {c[0] for c in shape(url)["query_results"][0]}
-    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:1], Migration("m002_judge_score",
-                                                                                          add_judge_score)])
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:-1], Migration("m003_judge_score",
+                                                                                           add_judge_score)])
     Store(url).close()
-    assert records(url) == ["m001_initial_schema", "m002_judge_score"]
+    assert records(url) == [*KNOWN, "m003_judge_score"]
 
 
 def test_a_database_with_an_unknown_migration_asks_to_update_the_code(db_url: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     url = current_database(db_url)
     with monkeypatch.context() as newer:
-        extended(newer, Migration("m002_judge_score", add_judge_score))
+        extended(newer, Migration("m003_judge_score", add_judge_score))
         Store(url).close()
-    with pytest.raises(SchemaMismatch, match=r"m002_judge_score.*update the code \(git pull\)") as raised:
+    with pytest.raises(SchemaMismatch, match=r"m003_judge_score.*update the code \(git pull\)") as raised:
         Store(url)
     assert "\n" not in str(raised.value)
     status = ResultsReader(url).status()
     assert not status["available"] and "update the code (git pull)" in status["error"]
-    assert records(url) == ["m001_initial_schema", "m002_judge_score"] and schema_version(url) == 2
-    # Code that knows as many migrations, but another second one (another branch's), is refused too.
-    extended(monkeypatch, Migration("m002_reviewer", add_reviewer))
-    with pytest.raises(SchemaMismatch, match=r"schema version 2 \(migrations m002_judge_score are unknown here\)"):
+    assert records(url) == [*KNOWN, "m003_judge_score"] and schema_version(url) == 3
+    # Code that knows as many migrations, but another third one (another branch's), is refused too.
+    extended(monkeypatch, Migration("m003_reviewer", add_reviewer))
+    with pytest.raises(SchemaMismatch, match=r"schema version 3 \(migrations m003_judge_score are unknown here\)"):
         Store(url)
 
 
@@ -357,7 +372,6 @@ def test_the_committed_database_opens_with_the_store_and_the_reader(tmp_path: Pa
         n_runs, n_results = (conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("runs", "query_results"))
     conn.close()
     assert n_runs > 0 and n_results > 0
-    before = digest(path)
 
     def read() -> tuple[int, int]:
         reader = ResultsReader(url)
@@ -365,6 +379,9 @@ def test_the_committed_database_opens_with_the_store_and_the_reader(tmp_path: Pa
         runs = reader.runs()
         return len(runs), int(runs["n_results"].sum())
 
+    assert read() == (n_runs, n_results)  # the first reader applies what is pending
+    assert records(url) == KNOWN
+    before = digest(path)
     assert read() == (n_runs, n_results)
     assert digest(path) == before  # nothing pending: the reader wrote nothing
     store = Store(url)
@@ -372,3 +389,79 @@ def test_the_committed_database_opens_with_the_store_and_the_reader(tmp_path: Pa
     store.close()
     assert records(url) == [m.name for m in migrations.MIGRATIONS]
     assert read() == (n_runs, n_results)
+
+
+# ------------------------------------------------------------- m002: a row's failure kind as a column
+
+TIMED_OUT = failure_reason(FailureKind.TIMEOUT, "no reply in 30 s")
+SLOWED = failure_reason(FailureKind.RATE_LIMIT, "slow down")
+PLAN = {"selected_apis": [], "steps": [], "refusal": None, "cached": False}
+# (query_id, stub_error, plan, error, the row's kind): what each kind of row holds, and the kind it is read as
+FAILURE_CASES = [
+    (1, None, {**PLAN, "parse_error": None}, None, None),  # a measured row
+    (2, TIMED_OUT, None, f"LLM failure, stub writer: {TIMED_OUT}", FailureKind.TIMEOUT),
+    (3, None, {**PLAN, "parse_error": SLOWED}, f"LLM failure, planner: {SLOWED}", FailureKind.RATE_LIMIT),
+    (4, TIMED_OUT, {**PLAN, "parse_error": SLOWED}, f"LLM failure, stub writer: {TIMED_OUT}; planner: {SLOWED}",
+     FailureKind.TIMEOUT),  # the stub writer's kind first, as the row's error names them
+    (5, None, None, "RuntimeError: boom", None),  # failed, but not by the LLM
+    (6, "malformed_json: no JSON object", None, None, None),  # the model's own bad answer, a counted fallback
+]
+OLD_ROW_SQL = ("INSERT INTO query_results (run_id, query_uid, subset, query_id, k, stub_error, \"plan\", error, "
+               "stub_prompt_tokens, stub_output_tokens, stub_thoughts_tokens, plan_prompt_tokens, plan_output_tokens, "
+               "plan_thoughts_tokens) VALUES (2, :uid, 'G1_instruction', :query_id, 5, :stub_error, :plan, :error, "
+               "0, 0, 0, 0, 0, 0)")
+
+
+def m001_database(kind: str, new_store: Callable[[str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A database of the schema before m002, with runs 1 and 2: version 1 on SQLite, m001 alone on PostgreSQL."""
+    if kind == "sqlite":
+        return version_1_database(tmp_path / "results.sqlite")
+    url = new_store(kind)
+    with monkeypatch.context() as older:
+        older.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
+        Store(url).close()
+    for run_id, arch in ((1, "rtp"), (2, "ptr")):
+        query(url, RUN_SQL, id=run_id, arch=arch, config=CONFIG)
+    return url
+
+
+def kinds_read(store: Store, uids: list[str]) -> tuple[list, list]:
+    """failure_kind of each row, read from the model and from a mapping (Store.results)."""
+    with store.session() as s:
+        models = {r.query_uid: r for r in s.scalars(select(QueryResult).where(QueryResult.query_uid.in_(uids)))}
+    mappings = {r["query_uid"]: r for r in store.results(2, ("query_uid", *SOURCE_COLUMNS))}
+    return [failure_kind(models[u]) for u in uids], [failure_kind(mappings[u]) for u in uids]
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_m002_reads_old_rows_through_their_texts_and_new_rows_carry_the_kind(
+        kind: str, new_store: Callable[[str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = m001_database(kind, new_store, tmp_path, monkeypatch)
+    old = [f"G1_instruction:{10 + case[0]}" for case in FAILURE_CASES]
+    for uid, (query_id, stub_error, plan, error, _) in zip(old, FAILURE_CASES):
+        query(url, OLD_ROW_SQL, uid=uid, query_id=10 + query_id, stub_error=stub_error,
+              plan=None if plan is None else json.dumps(plan), error=error)
+    before = rows(url, "query_results")
+    store = Store(url)  # applies m002
+    assert records(url) == KNOWN
+    assert [r[:-1] for r in rows(url, "query_results")] == before  # every old value kept, the new column last
+    assert query(url, "SELECT count(*) FROM query_results WHERE failure_kind IS NOT NULL") == [(0,)]
+    expected = [case[-1] for case in FAILURE_CASES]
+    assert kinds_read(store, old) == (expected, expected)  # through failure_of, the one parser
+
+    new = [f"G1_instruction:{20 + case[0]}" for case in FAILURE_CASES]
+    store.add_results([{"run_id": 2, "query_uid": uid, "subset": "G1_instruction", "query_id": 20 + query_id, "k": 5,
+                        "stub_error": stub_error, "plan": plan, "error": error}
+                       for uid, (query_id, stub_error, plan, error, _) in zip(new, FAILURE_CASES)])
+    stored = dict(query(url, "SELECT query_uid, failure_kind FROM query_results WHERE query_id >= 20"))
+    assert [stored[u] for u in new] == [None if k is None else k.value for k in expected]
+    assert kinds_read(store, new) == (expected, expected)
+
+    # A writer's own kind is stored as it is and read from the column, whatever the texts say.
+    reworded = "LLM failure, stub writer: malformed_json: fine"
+    store.add_results([{"run_id": 2, "query_uid": "G1_instruction:30", "subset": "G1_instruction", "query_id": 30,
+                        "k": 5, "stub_error": "malformed_json: fine", "error": reworded,
+                        "failure_kind": FailureKind.CLIENT}])
+    assert query(url, "SELECT failure_kind FROM query_results WHERE query_id = 30") == [("client",)]
+    assert kinds_read(store, ["G1_instruction:30"]) == ([FailureKind.CLIENT], [FailureKind.CLIENT])
+    store.close()

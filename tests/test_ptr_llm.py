@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from core.retrieval.discovery import Hit, Retriever
-from core.study.single_query import inspect_query
+from core.retrieval.archs import arch
+from core.study.one_query import run_query
 from core.agents.factory import make_agents
 from core.agents.planner import Plan, match_selections
 from core.settings import Settings
@@ -39,7 +40,7 @@ def test_ptr_with_gemini_stubs_and_plans(gemini, small_retriever: Retriever) -> 
                    gemini_ok(plan_json(["Hotels/search hotels", "currency/EXCHANGE RATE", "Made/Up"])))
     gold = {("Hotels", "search hotels"), ("Currency", "exchange rate")}
     # The stubs come first, then PtR's planner, then RtP's (so a page can show PtR's column early).
-    result = inspect_query(QUERY, 3, small_retriever, settings, archs="all", gold=gold).to_json()
+    result = run_query(QUERY, 3, small_retriever, settings, gold=gold).to_json()
     assert len(server.requests) == 3
     ptr = result["ptr"]
     assert [s["name"] for s in ptr["stubs"]] == ["search_hotels", "get_exchange_rate"]
@@ -59,7 +60,7 @@ def test_malformed_answers_fall_back_and_rtp_still_shows(gemini, small_retriever
     server.enqueue(gemini_ok("{\"stubs\": []}"), gemini_ok("{\"stubs\": []}"),  # stubs + repair: empty
                    gemini_ok("no json here"), gemini_ok("still not json"),  # PtR planner + its repair
                    gemini_ok("not json either"), gemini_ok("nor this"))  # RtP planner + its repair
-    result = inspect_query(QUERY, 3, small_retriever, settings, archs="all").to_json()
+    result = run_query(QUERY, 3, small_retriever, settings).to_json()
     assert len(result["rtp"]["hits"]) == 3
     assert result["rtp"]["plan"]["parse_error"].startswith("malformed_json")
     ptr = result["ptr"]
@@ -75,7 +76,7 @@ def test_malformed_answers_fall_back_and_rtp_still_shows(gemini, small_retriever
 def test_refusal_is_recorded(gemini, small_retriever: Retriever) -> None:
     server, settings = gemini
     server.enqueue(gemini_ok(plan_json([], refusal="nothing fits")))
-    result = inspect_query("tell me a joke", 2, small_retriever, settings, archs="rtp").to_json()
+    result = run_query("tell me a joke", 2, small_retriever, settings, archs=[arch("rtp")], plans=False).to_json()
     assert "plan" not in result["rtp"]  # plans come with --arch all
     agents = make_agents(settings, small_retriever)
     plan = agents.planner.plan("tell me a joke", [Hit("Jokes", "random joke", "", 0.5, 1)])
@@ -86,14 +87,14 @@ def test_second_identical_query_is_served_from_the_cache(gemini, small_retriever
     server, settings = gemini
     server.enqueue(gemini_ok(json.dumps(STUBS)), gemini_ok(plan_json(["Currency/exchange rate"])),
                    gemini_ok(plan_json(["Hotels/search hotels"])))
-    first = inspect_query(QUERY, 3, small_retriever, settings, archs="all").to_json()
+    first = run_query(QUERY, 3, small_retriever, settings).to_json()
     assert len(server.requests) == 3
-    second = inspect_query(QUERY, 3, small_retriever, settings, archs="all").to_json()
+    second = run_query(QUERY, 3, small_retriever, settings).to_json()
     assert len(server.requests) == 3  # no new HTTP request
     assert second["ptr"]["stubs"] == first["ptr"]["stubs"]
     assert second["ptr"]["plan"]["cached"] and second["ptr"]["usage"] == first["ptr"]["usage"]
     # PtR's column alone, with its plan, is what a page shows first; it too comes from the cache.
-    alone = inspect_query(QUERY, 3, small_retriever, settings, archs="ptr", plans=True).to_json()
+    alone = run_query(QUERY, 3, small_retriever, settings, archs=[arch("ptr")], plans=True).to_json()
     assert len(server.requests) == 3 and "rtp" not in alone and alone["ptr"]["plan"] == second["ptr"]["plan"]
     agents = make_agents(settings, small_retriever, use_cache=False)
     server.enqueue(gemini_ok(json.dumps(STUBS)))
@@ -107,7 +108,7 @@ def test_openai_compatible_backend(tmp_path: Path, small_retriever: Retriever) -
                                           "OPENAI_MODEL": "gpt-oss-120b", "OPENAI_API_KEY": SENTINEL,
                                           "CACHE_DIR": str(tmp_path)})
         server.enqueue(openai_ok(json.dumps(STUBS)))
-        result = inspect_query(QUERY, 2, small_retriever, settings, archs="ptr").to_json()
+        result = run_query(QUERY, 2, small_retriever, settings, archs=[arch("ptr")], plans=False).to_json()
         assert [s["name"] for s in result["ptr"]["stubs"]] == ["search_hotels", "get_exchange_rate"]
         assert result["ptr"]["backend_label"] == "openai gpt-oss-120b"
         assert server.requests[0].path == "/v1/chat/completions"
@@ -128,4 +129,4 @@ def test_a_library_call_refuses_k_outside_1_to_max_k(k: int) -> None:
     from tests.helpers import make_retriever
 
     with pytest.raises(QueryError, match="k must be from 1 to 100"):
-        inspect_query("find hotels in Paris", k, make_retriever(), Settings())
+        run_query("find hotels in Paris", k, make_retriever(), Settings())

@@ -8,13 +8,18 @@ from pathlib import Path
 import pytest
 
 from core.agents.factory import Agents
+from core.agents.llm import FailureKind, Usage
+from core.agents.llm.jsonparse import failure_reason
+from core.agents.planner import Plan
 from core.analysis.reader import ResultsReader
 from core.retrieval.memo import memoised
+from core.retrieval.records import Hit
 from core.settings import Settings
 from core.study.hybrid import run_hybrid
 from core.study.main_study import run_main
 from core.study.query_result import ArchResult, QueryOutcome
-from core.study.single_query import inspect_query
+from core.retrieval.archs import arch
+from core.study.one_query import run_query
 from core.store.store import Store
 from ui.inspector_view import latency_text
 from tests.helpers import FakePlanner, FakeStubWriter, bench_context, fake_agents, make_queries, make_retriever
@@ -35,7 +40,7 @@ def stored_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def live(text: str, tmp_path: Path, **kwargs) -> QueryOutcome:
     settings = Settings.from_env(env={"CACHE_DIR": str(tmp_path)})
-    return inspect_query(text, K, make_retriever(), settings, agents=Agents(FakeStubWriter(), FakePlanner()), **kwargs)
+    return run_query(text, K, make_retriever(), settings, agents=Agents(FakeStubWriter(), FakePlanner()), **kwargs)
 
 
 def test_live_json_is_the_clis_and_reads_back_whole(tmp_path: Path) -> None:
@@ -50,7 +55,7 @@ def test_live_json_is_the_clis_and_reads_back_whole(tmp_path: Path) -> None:
     assert list(data["ptr"]["hits"][0]) == ["rank", "tool_name", "api_name", "category", "score", "stub", "gold"]
     assert data["ptr"]["usage"] == {"prompt_tokens": 30, "output_tokens": 12, "thoughts_tokens": 4, "total_tokens": 46}
     assert QueryOutcome.from_json(json.loads(json.dumps(data))) == result
-    unmarked = live(query.query, tmp_path, archs="rtp").to_json()
+    unmarked = live(query.query, tmp_path, archs=[arch("rtp")], plans=False).to_json()
     assert list(unmarked) == ["query", "k", "rtp"] and "gold" not in unmarked["rtp"]["hits"][0]
 
 
@@ -65,9 +70,8 @@ def test_the_store_and_the_live_path_give_one_type_for_one_query(stored_url: str
         assert (mine.gold.flags, mine.gold.recall, mine.gold.precision) == (
             theirs.gold.flags, theirs.gold.recall, theirs.gold.precision)
         assert (mine.plan is None) == (theirs.plan is None)
-        if mine.plan is not None:
-            assert mine.plan["selected_apis"] == theirs.plan["selected_apis"]
-            assert sorted(mine.plan) == sorted(theirs.plan)
+        if mine.plan is not None:  # the store rebuilds the plan the planner gave, field for field
+            assert type(mine.plan) is type(theirs.plan) is Plan and mine.plan == theirs.plan
     assert stored.writing.stubs == fresh.writing.stubs and stored.writing.usage == fresh.writing.usage
     # Only the store keeps the other gold definition and the plan's pass; only the live path times retrieval.
     assert dict(stored.get("rtp").other_golds)["relevant"].recall is not None and fresh.get("rtp").other_golds == ()
@@ -75,6 +79,35 @@ def test_the_store_and_the_live_path_give_one_type_for_one_query(stored_url: str
     assert latency_text(stored.get("ptr")).startswith("LLM wall time in the batch run: stubs ")
     assert latency_text(fresh.get("ptr")).endswith(" s live")
     assert stored.to_json()["ptr"]["rtp_overlap"] is not None and "rtp_overlap" not in fresh.to_json()["ptr"]
+
+
+PLANS = {  # over the two hits below: one answered (a latency past 4 decimals), one refused, one an outage
+    "answered": Plan(("Hotels: search hotels", "nowhere"), (("Hotels", "search hotels"),), ("search", "book"), None, 2,
+                     "fake", "fake-llm-1", "fake-planner-v1", Usage(100, 20, 3), 0.123456789, cached=True),
+    "refused": Plan((), (), (), "nothing fits", 2, "offline", "heuristic", "offline-planner-v1"),
+    "failed": Plan((), (), (), None, 2, "gemini", "gemini-2.5-flash", "planner-v3", Usage(7, 0, 0), 30.0,
+                   failure_reason(FailureKind.TIMEOUT, "no reply in 30 s"), failure=FailureKind.TIMEOUT),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_a_plan_reads_back_from_its_json_whole(name: str) -> None:
+    """What a plan's JSON leaves out comes back: k from the block's hits, the failure kind from the error's tag."""
+    hits = (Hit("Hotels", "search hotels", "Travel", 0.9, 1), Hit("Jokes", "random joke", "Fun", 0.5, 2))
+    block = ArchResult("rtp", hits, 0.9, 2).with_plan(PLANS[name])
+    assert type(block.plan) is Plan and block.plan.latency_s == round(PLANS[name].latency_s, 4)
+    outcome = QueryOutcome(2, (block,), "q")
+    back = QueryOutcome.from_json(json.loads(json.dumps(outcome.to_json())))
+    assert back == outcome and back.get("rtp").plan == block.plan
+    assert Plan.from_json(block.plan.to_json(), block.plan.k) == block.plan
+    assert back.get("rtp").total_tokens == block.plan.usage.total
+
+
+def test_a_stored_plan_reads_back_from_its_json_whole(stored_url: str) -> None:
+    query = make_queries()[6]
+    stored = ResultsReader(stored_url).query_detail(query.subset, query.query_id, k=K)
+    assert all(type(b.plan) is Plan for b in stored.blocks if arch(b.arch).plans)
+    assert QueryOutcome.from_json(json.loads(json.dumps(stored.to_json()))) == stored
 
 
 def test_gold_marks_follow_the_view(stored_url: str) -> None:

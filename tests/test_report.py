@@ -16,7 +16,8 @@ from core.analysis.tables import OUTCOMES
 from core.cli.main import main
 from core.analysis.report import build_report, render_text
 from core.analysis.paper import load_paper
-from core.analysis.reader import PER_QUERY_COLUMNS, ResultsReader
+from core.analysis.reader import ResultsReader
+from core.analysis.table_schemas import PER_QUERY
 from core.settings import PROJECT_ROOT
 from core.study.query_result import QueryOutcome
 from core.evaluation.run_means import RUN_MEANS
@@ -60,7 +61,7 @@ def test_table_columns_the_pages_use(study_url: str) -> None:
                                   "better", "n_queries", "runs"]
     assert set(main["metric"]) == {"recall", "precision", "pass_rate_proxy"} and set(main["better"]) <= {"rtp", "ptr", "tie"}
     pq = reader.per_query("G2_instruction")
-    assert list(pq.columns) == PER_QUERY_COLUMNS and len(pq) == 6 and set(pq["outcome"]) <= set(OUTCOMES)
+    assert list(pq.columns) == PER_QUERY.names and len(pq) == 6 and set(pq["outcome"]) <= set(OUTCOMES)
     assert (pq["recall_diff"] == pq["ptr_recall"] - pq["rtp_recall"]).all()
     assert pq["stub_names"].str.len().gt(0).all() and pq["n_stubs"].ge(1).all()
     assert len(reader.per_query()) == 12 and len(reader.per_query(k=3)) == 12  # k=3 comes from the k sweep
@@ -75,13 +76,13 @@ def test_table_columns_the_pages_use(study_url: str) -> None:
     assert list(reader.stub_cosines().columns)[:5] == ["subset", "query_id", "stub", "cosine", "correct"]
     assert len(reader.stub_stats()) == 2 and len(reader.trajectory()) == 4 and len(reader.cost()) == 2
     assert len(reader.divergence()) == 2 and len(reader.search_width()) == 4
-    assert list(reader.brand_name_losses().columns) == PER_QUERY_COLUMNS
+    assert list(reader.brand_name_losses().columns) == PER_QUERY.names
     wins = reader.decomposition_wins()
     assert (wins["recall_diff"] > 0).all() and (wins["n_stubs"] >= 2).all()
     assert reader.main_table(gold="relevant")["rtp_mean"].notna().all()
 
 
-def test_query_detail_is_the_type_inspect_query_returns(study_url: str) -> None:
+def test_query_detail_is_the_type_run_query_returns(study_url: str) -> None:
     reader = ResultsReader(study_url)
     stored = reader.query_detail("G2_instruction", 106)
     assert isinstance(stored, QueryOutcome) and stored.get("rtp").latency_s is None  # batched: no time per query

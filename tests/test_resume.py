@@ -17,7 +17,8 @@ from core.study.ksweep import run_ksweep
 from core.study.main_study import run_main
 from core.study.scaling import run_scaling
 from core.settings import PROJECT_ROOT
-from core.store.store import QueryResult, Run, Store
+from core.store.schema import QueryResult, Run
+from core.store.store import Store
 from tests.helpers import bench_context, fake_agents, make_queries, make_retriever
 from tests.stores import query
 

@@ -13,7 +13,11 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from core.analysis.reader import ResultsReader
-from core.store.store import SCHEMA_VERSION, RunSpec, SchemaInfo, SchemaMismatch, Store, git_commit, sqlite_path
+from core.store.commit import git_commit
+from core.store.dburl import sqlite_path
+from core.store.schema import SchemaInfo
+from core.store.schema_check import SCHEMA_VERSION, SchemaMismatch
+from core.store.store import RunSpec, Store
 from tests.stores import query, tables
 
 
@@ -181,7 +185,7 @@ def test_reading_while_a_writer_commits_raises_no_lock_error(db_url: str) -> Non
 
 
 def test_packed_database_unpacks_on_first_read(url: str) -> None:
-    from core.store.store import pack, packed_path
+    from core.store.packing import pack, packed_path
 
     store = Store(url)
     run_id = store.start_run(spec(), 2, "abc123")
@@ -202,7 +206,7 @@ def test_packed_database_unpacks_on_first_read(url: str) -> None:
 
 def test_writer_appends_to_the_packed_database(url: str) -> None:
     """A bench on a fresh clone (only the .gz there) adds its runs to the committed ones; a pack then keeps both."""
-    from core.store.store import pack
+    from core.store.packing import pack
 
     store = Store(url)
     store.finish_run(store.start_run(spec(), 0, "abc123"))

@@ -22,7 +22,8 @@ from core.data.toolbench import GOLD_DEFINITIONS
 from core.settings import PROJECT_ROOT, Settings
 from core.store.db_copy import copy_runs
 from core.evaluation.run_means import RUN_MEANS, trajectory_means
-from core.store.store import TRUNCATED, RunSpec, Store
+from core.store.cleaning import TRUNCATED
+from core.store.store import RunSpec, Store
 from tests.helpers import SCRUBBED, run_means_both_ways, write_data
 from tests.stores import STORES, PostgresServer, query
 from ui.resources import db_version

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.archs import ARCH_LIST, ARCHS, PAPER_ARCHS
+from core.retrieval.archs import ARCH_LIST, ARCHS, PAPER_ARCHS
 from core.data.toolbench import subset_order
 from core.analysis.paper import PAPER_LABEL
 from ui.safe import plot_text
@@ -466,8 +466,8 @@ def hybrid_bars(table: pd.DataFrame, k: int = 5) -> go.Figure:
     subsets = [*subset_order(table.loc[table["subset"] != "all", "subset"]), "all"]
     frame = table.set_index("subset").reindex([s for s in subsets if s in set(table["subset"])])
     fig = go.Figure()
-    for arch in ARCHS:
-        error = frame["hybrid_recall_std"] if arch == "hybrid" else None
+    for arch in (a for a in ARCHS if f"{a}_recall" in frame):
+        error = frame.get(f"{arch}_recall_std")  # the hybrid's spread over the main study's runs
         fig.add_trace(go.Bar(x=frame.index, y=frame[f"{arch}_recall"], name=ARCH_NAMES[arch],
                              marker_color=ARCH_COLORS[arch],
                              error_y={"type": "data", "array": error.fillna(0)} if error is not None else None,
@@ -488,7 +488,7 @@ def model_size(table: pd.DataFrame, k: int = 5) -> go.Figure:
     models = list(dict.fromkeys(table["model"]))
     for col, subset in enumerate(subsets, 1):
         part = table[table["subset"] == subset].set_index("model").reindex(models)
-        for arch, column in (("ptr", "ptr_minus_rtp"), ("hybrid", "hybrid_minus_rtp")):
+        for arch, column, symbol in (("ptr", "ptr_minus_rtp", "circle"), ("hybrid", "hybrid_minus_rtp", "diamond")):
             values = part[column].astype(float)
             low, high = part[column.replace("minus_rtp", "low")], part[column.replace("minus_rtp", "high")]
             paper = (part["source"] == "paper").tolist()
@@ -496,7 +496,7 @@ def model_size(table: pd.DataFrame, k: int = 5) -> go.Figure:
                 x=[plot_text(m, 40) for m in models], y=values, mode="markers", legendgroup=arch,
                 name=f"{ARCH_NAMES[arch]} − RtP", showlegend=col == 1,
                 marker={"color": ARCH_COLORS[arch], "size": 11, "symbol": [
-                    ("circle" if arch == "ptr" else "diamond") + ("-open" if p else "") for p in paper]},
+                    symbol + ("-open" if p else "") for p in paper]},
                 error_y={"type": "data", "array": (high.astype(float) - values).tolist(),
                          "arrayminus": (values - low.astype(float)).tolist(), "visible": True},
                 customdata=np.stack([part["n"].astype(object), part["parameters"].astype(object)], axis=-1),

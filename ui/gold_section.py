@@ -6,7 +6,8 @@ import streamlit as st
 
 from core.data.toolbench import Query
 from core.retrieval.discovery import Retriever
-from core.study.gold_trace import TRACE_DEPTH, TRACED_ARCHS, topk_diff
+from core.retrieval.archs import baseline, stub_carrier
+from core.study.gold_trace import TRACE_DEPTH, topk_diff
 from core.study.query_result import QueryOutcome
 from ui.inspector_view import both_golds_frame, diff_lists, metrics_frame, trace_frame
 from ui.resources import gold_traces
@@ -30,8 +31,8 @@ def _in_top_k(value: object, k: int) -> str:
 
 
 def trace_table(text: str, result: QueryOutcome, gold: frozenset, k: int, retriever: Retriever) -> None:
-    archs = tuple(a for a in TRACED_ARCHS if result.get(a) is not None)
     traces = gold_traces(text, result.writing, gold, retriever)
+    archs = tuple(a for a in (traces[0].archs if traces else ()) if result.get(a) is not None)  # shown and traced
     frame = trace_frame(traces, k, archs)
     missed = sum(1 for t in traces if not any((t.rank(a) or k + 1) <= k for a in archs))
     st.markdown(f"**Why each gold API was found or missed**: {missed} of {len(traces)} appear in no top {k}. "
@@ -47,7 +48,7 @@ def trace_table(text: str, result: QueryOutcome, gold: frozenset, k: int, retrie
 
 
 def diff_columns(result: QueryOutcome) -> None:
-    rtp, ptr = result.get("rtp"), result.get("ptr")
+    rtp, ptr = result.get(baseline().name), result.get(stub_carrier().name)
     if rtp is None or ptr is None:
         return
     st.markdown("**The two top-k lists compared**")

@@ -12,16 +12,14 @@ from typing import TYPE_CHECKING
 
 from core.settings import BOUNDS
 from core.agents.llm import FailureKind, failure_of
-from core.archs import arch
+from core.retrieval.archs import arch
 from core.data.toolbench import ApiKey, Query, display_name
 from core.evaluation import metrics
-from core.study.gold_trace import TRACE_DEPTH, TRACED_ARCHS, GoldTrace, TopkDiff, verdict
+from core.study.gold_trace import TRACE_DEPTH, GoldTrace, TopkDiff, verdict
 from core.study.query_result import ArchResult, QueryOutcome
 
 if TYPE_CHECKING:  # pandas is imported by the tables of a benchmark query: a shared ?q= link never needs it
     import pandas as pd
-
-K_MIN, K_MAX = 1, 20
 
 
 @dataclass(frozen=True)
@@ -65,12 +63,13 @@ def parse_view(params: Mapping[str, str], default_k: int, backends: Collection[s
             messages.append(f"The link's query id {params['qid'][:80]!r} is not of the form subset:number "
                             "(e.g. G1_instruction:577).")
     k = default_k
-    if "k" in params:
-        raw = params["k"].strip()
-        if raw.isdigit() and K_MIN <= int(raw) <= K_MAX:
-            k = int(raw)
-        else:
-            messages.append(f"The link's k {raw[:20]!r} is not a whole number from {K_MIN} to {K_MAX}; using k={k}.")
+    if "k" in params:  # the slider's part of k's range (BOUNDS["k"].shown): a k it cannot show is refused
+        shown = BOUNDS["k"].shown
+        try:
+            k = int(shown.parse("k", params["k"]))
+        except ValueError:
+            messages.append(f"The link's k {params['k'].strip()[:20]!r} is not a whole number from {shown.low:g} "
+                            f"to {shown.high:g}; using k={k}.")
     backend = params.get("backend") or None
     if backend == "local" and backend not in backends:  # a link from before the model picker: the first model
         backend = next((b for b in backends if b.startswith("local:")), backend)
@@ -107,8 +106,7 @@ def rank_text(rank: int | None, depth: int = TRACE_DEPTH) -> str:
     return f"beyond {depth}" if rank is None else str(rank)
 
 
-def trace_frame(traces: list[GoldTrace], k: int, archs: tuple[str, ...] = TRACED_ARCHS,
-                depth: int = TRACE_DEPTH) -> pd.DataFrame:
+def trace_frame(traces: list[GoldTrace], k: int, archs: tuple[str, ...], depth: int = TRACE_DEPTH) -> pd.DataFrame:
     """A row per gold API: ranks in the top `depth` of each architecture shown, cosines, document kind and
     the verdict."""
     import pandas as pd
@@ -130,8 +128,8 @@ def diff_lists(diff: TopkDiff) -> dict[str, list[str]]:
 
 def ran_out_of_time(stage: str, reason: str | None) -> str | None:
     """"<stage> ran out of time: <why>" for a stage that hit its call's timeout or the query's budget; None for
-    any other outcome, so the page can name the stage the budget stopped. The kind is read back from the text
-    (failure_of): a stored row keeps no kind of its own."""
+    any other outcome, so the page can name the stage the budget stopped. The kind is read from the block's text
+    (failure_of), which a live block and a stored one (core.store.failure_kind's fallback) both hold."""
     if not reason or failure_of(reason) is not FailureKind.TIMEOUT:
         return None
     return f"{stage} ran out of time: {reason.partition(': ')[2] or reason}"

@@ -1,6 +1,7 @@
-"""The Inspector's live columns, drawn stage by stage as core.study.live emits them: RtP's column at once, PtR's
-stubs while the model writes them (each with its own top hits as soon as it is complete), then PtR's merged hits,
-the hybrid, and the two plans, with the seconds each stage took."""
+"""The Inspector's architectures, drawn from their declarations: a column for each one the planner runs on, a
+section beneath for each other, filled stage by stage as core.study.one_query emits them (the stubs while the
+model writes them, each with its own top hits as soon as it is complete) or at once for a stored or cached
+result, with the seconds each stage took."""
 from __future__ import annotations
 
 import time
@@ -12,37 +13,72 @@ import streamlit as st
 
 from core.data.toolbench import ApiKey
 from core.evaluation import metrics
-from core.study.live import Stage
+from core.retrieval.archs import ARCHS_BY_NAME, Arch, baseline, declared, stub_carrier
+from core.study.one_query import Answered, LLMFailed, Retrieved, Stage, StubSearched, Writing, stage_label
 from core.study.query_result import ArchResult, QueryOutcome
 from ui.safe import md
-from ui.widgets import arch_column, hybrid_section
+from ui.widgets import arch_column, arch_section
 
 WRITING_REFRESH_S = 0.1  # the partial reply is redrawn at most this often (a model writes 40-60 tokens a second)
-STAGE_NAMES = {"rtp": "RtP hits", "first_stub": "first stub", "ptr": "stubs + PtR hits", "hybrid": "hybrid hits",
-               "ptr_plan": "PtR plan", "rtp_plan": "RtP plan"}
 
 
 def stage_line(seconds: dict[str, float]) -> str:
     """"RtP hits 0.04 s · first stub 1.31 s · …": when each stage was done, counted from the query's start."""
-    return " · ".join(f"{label} {seconds[name]:.2f} s" for name, label in STAGE_NAMES.items() if name in seconds)
+    return " · ".join(f"{label} {value:.2f} s" for label, value in seconds.items())
+
+
+def _declared(name: str) -> Arch:
+    return ARCHS_BY_NAME[name]
+
+
+@dataclass
+class Slots:
+    """A placeholder per declared architecture (columns for those that plan, sections beneath for the rest) and
+    one for the stage times."""
+
+    boxes: dict[str, Any]
+    times: Any
+
+    @classmethod
+    def make(cls) -> Slots:
+        columned = [a for a in declared() if a.plans]
+        boxes = {a.name: column.empty() for a, column in zip(columned, st.columns(len(columned)))}
+        boxes.update({a.name: st.empty() for a in declared() if not a.plans})
+        return cls(boxes, st.empty())
+
+
+def draw_block(slots: Slots, a: Arch, block: ArchResult | None, lookup: Callable[[ApiKey], Any], k: int,
+               failure: str | None = None) -> None:
+    """One architecture's answer in its slot: a column (with its plan) or a section (hits only)."""
+    with slots.boxes[a.name].container():
+        if a.plans:
+            arch_column(a, block, lookup, k, failure=failure)
+        else:
+            arch_section(a, block, lookup, k)
+
+
+def draw_result(slots: Slots, result: QueryOutcome, lookup: Callable[[ApiKey], Any], k: int,
+                missing: str | None = None) -> None:
+    """A finished result at once (stored, or a live one redrawn): every declared architecture in its slot; a
+    column without a result says why (`missing`)."""
+    for a in declared():
+        block = result.get(a.name)
+        if block is not None or a.plans:
+            draw_block(slots, a, block, lookup, k, failure=None if block is not None else missing)
 
 
 @dataclass
 class LiveColumns:
-    """Placeholders for the two columns and the hybrid, and what has arrived so far."""
+    """The slots, what has arrived so far, and the stage times."""
 
-    rtp_box: Any
-    ptr_box: Any
-    hybrid_box: Any
-    times_box: Any
+    slots: Slots
     lookup: Callable[[ApiKey], Any]
     k: int
     gold: Collection[ApiKey] | None
     model: str
-    on_rtp: Callable[[ArchResult], None] | None = None  # what else the page draws from RtP's column alone
+    on_baseline: Callable[[ArchResult], None] | None = None  # what else the page draws from RtP's block alone
     result: QueryOutcome = field(init=False)  # what has arrived, without gold marks (added when drawn)
     seconds: dict[str, float] = field(default_factory=dict)
-    stubs: list[dict] = field(default_factory=list)
     _stub_area: Any = None
     _writing: Any = None
     _drawn_at: float = 0.0
@@ -51,88 +87,58 @@ class LiveColumns:
         self.result = QueryOutcome(self.k)
 
     def emit(self, stage: Stage) -> None:
-        """Draws one stage (core.study.live.live_query's `emit`)."""
-        name = stage.name
-        if name in STAGE_NAMES:
-            self.seconds[name] = stage.seconds
-        if isinstance(stage.data, ArchResult):
-            self.result = self.result.with_block(stage.data)
-        if name == "rtp":
-            self._draw_rtp()
-            if self.on_rtp is not None:
-                self.on_rtp(stage.data)
-            self._start_ptr()
-        elif name == "writing":
+        """Draws one stage (core.study.one_query.run_query's `emit`)."""
+        label = stage_label(stage)
+        if label is not None:
+            self.seconds.setdefault(label, stage.seconds)
+        if isinstance(stage, Answered):
+            self.result = self.result.with_block(stage.block)
+            a = _declared(stage.block.arch)
+            self._draw(a)
+            if isinstance(stage, Retrieved) and a.baseline and self.on_baseline is not None:
+                self.on_baseline(stage.block)
+            if isinstance(stage, Retrieved) and not a.needs_stubs and self._stub_area is None:
+                self._start_stubs()
+        elif isinstance(stage, Writing):
             if time.perf_counter() - self._drawn_at >= WRITING_REFRESH_S:
                 self._drawn_at = time.perf_counter()
-                self._writing.code(stage.data[-400:], language="json", wrap_lines=True)
-        elif name == "stub":
-            self.seconds.setdefault("first_stub", stage.seconds)
+                self._writing.code(stage.text[-400:], language="json", wrap_lines=True)
+        elif isinstance(stage, StubSearched):
             self._draw_stub(stage)
-        elif name == "ptr":
-            self._draw_ptr()
-        elif name == "hybrid":
-            self._draw_hybrid()
-        elif name == "ptr_plan":
-            self._draw_ptr()
-        elif name == "rtp_plan":
-            self._draw_rtp()
-        elif name == "llm_error":
-            with self.ptr_box.container():
-                arch_column("ptr", None, self.lookup, self.k, failure=f"{self.model} cannot run: {stage.data}")
-        self.times_box.caption(f"Live, stage by stage ({md(self.model, 80)}): {stage_line(self.seconds)}")
+        elif isinstance(stage, LLMFailed):
+            draw_block(self.slots, stub_carrier(), None, self.lookup, self.k,
+                       failure=f"{self.model} cannot run: {stage.message}")
+        self.slots.times.caption(f"Live, stage by stage ({md(self.model, 80)}): {stage_line(self.seconds)}")
 
-    def _marked(self, arch: str) -> ArchResult | None:
-        block = self.result.get(arch)
-        return None if block is None else block.with_gold(self.gold, self.k)
+    def _draw(self, a: Arch) -> None:
+        block = self.result.get(a.name)
+        draw_block(self.slots, a, None if block is None else block.with_gold(self.gold, self.k), self.lookup, self.k)
 
-    def _draw_rtp(self) -> None:
-        with self.rtp_box.container():
-            arch_column("rtp", self._marked("rtp"), self.lookup, self.k)
-
-    def _draw_ptr(self) -> None:
-        with self.ptr_box.container():
-            arch_column("ptr", self._marked("ptr"), self.lookup, self.k)
-
-    def _draw_hybrid(self) -> None:
-        with self.hybrid_box.container():
-            hybrid_section(self._marked("hybrid"), self.lookup, self.k)
-
-    def _start_ptr(self) -> None:
-        with self.ptr_box.container():
-            st.subheader("Plan-then-Retrieve")
+    def _start_stubs(self) -> None:
+        carrier = stub_carrier()
+        with self.slots.boxes[carrier.name].container():
+            st.subheader(carrier.title)
             st.caption(f"{md(self.model, 80)} is writing stubs; each stub is searched as soon as it is complete.")
             self._stub_area = st.container()
             self._writing = st.empty()
 
-    def _draw_stub(self, stage: Stage) -> None:
-        stub = stage.data
-        self.stubs.append(stub)
-        top = stub["hits"][:3]
-        flags = (metrics.gold_flags([(h["tool_name"], h["api_name"]) for h in top], self.gold) if self.gold
-                 else [False] * len(top))
-        found = ", ".join(("✅ " if flag else "") + md(f"{h['tool_name'].strip()}/{h['api_name'].strip()}", 60)
+    def _draw_stub(self, stage: StubSearched) -> None:
+        top = stage.hits[:3]
+        flags = metrics.gold_flags([h.key for h in top], self.gold) if self.gold else [False] * len(top)
+        found = ", ".join(("✅ " if flag else "") + md(f"{h.tool_name.strip()}/{h.api_name.strip()}", 60)
                           for h, flag in zip(top, flags))
-        reasoning = f": {md(stub['reasoning'], 200)}" if stub.get("reasoning") else ""
+        reasoning = f": {md(stage.stub.reasoning, 200)}" if stage.stub.reasoning else ""
         with self._stub_area:
-            st.markdown(f"- **{md(stub['name'], 80)}**{reasoning} · {stage.seconds:.2f} s  \n"
+            st.markdown(f"- **{md(stage.stub.name, 80)}**{reasoning} · {stage.seconds:.2f} s  \n"
                         f"  its own top hits → {found or 'none'}")
 
 
 def replay(columns: LiveColumns, result: QueryOutcome, seconds: dict[str, float], failure: str | None = None) -> None:
-    """A finished live result drawn at once (a rerun of the page, the cache): the same columns, the same times."""
+    """A finished live result drawn at once (a rerun of the page, the cache): the same slots, the same times."""
     columns.result, columns.seconds = result, dict(seconds)
-    columns._draw_rtp()
-    rtp = result.get("rtp")
-    if columns.on_rtp is not None and rtp is not None:
-        columns.on_rtp(rtp)
-    if result.get("ptr") is not None:
-        columns._draw_ptr()
-    else:
-        with columns.ptr_box.container():
-            arch_column("ptr", None, columns.lookup, columns.k,
-                        failure=failure or (f"{columns.model} cannot run: {result.llm_error}"
-                                            if result.llm_error else None))
-    if result.get("hybrid") is not None:
-        columns._draw_hybrid()
-    columns.times_box.caption(f"Live ({md(columns.model, 80)}), when each stage was done: {stage_line(seconds)}")
+    missing = failure or (f"{columns.model} cannot run: {result.llm_error}" if result.llm_error else None)
+    draw_result(columns.slots, result.with_gold(columns.gold), columns.lookup, columns.k, missing)
+    base = result.get(baseline().name)
+    if columns.on_baseline is not None and base is not None:
+        columns.on_baseline(base)
+    columns.slots.times.caption(f"Live ({md(columns.model, 80)}), when each stage was done: {stage_line(seconds)}")

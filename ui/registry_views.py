@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.archs import ARCH_LIST
+from core.retrieval.archs import ARCH_LIST
 from core.data.loaders import registry_for
 from core.data.registry import UNKNOWN_CATEGORY
 from core.retrieval.discovery import Retriever
@@ -37,7 +37,7 @@ def registry_map(retriever: Retriever, sample: int = MAP_SAMPLE) -> tuple[Projec
 
 def map_overlay(result: QueryOutcome, retriever: Retriever, projection: Projection) -> pd.DataFrame:
     """[x, y, kind, label] for a query, PtR's stubs (as embedded) and the hits of each architecture the map
-    draws (core.archs: a map marker)."""
+    draws (core.retrieval.archs: a map marker)."""
     items: list[tuple[str, str]] = [("query", result.query or "")]
     items += [("stub", s.text()) for s in (result.writing.stubs if result.writing is not None else ())]
     vectors = [retriever.encode([text for _, text in items])]

@@ -14,22 +14,23 @@ from typing import TYPE_CHECKING, Any
 import plotly.graph_objects as go  # imported by Streamlit already
 import streamlit as st
 
-from core.retrieval.discovery import Retriever, Stub
+from core.retrieval.archs import WrittenStubs
+from core.retrieval.discovery import Retriever
+from core.study.one_query import run_query
 from core.study.query_result import QueryOutcome, StubWriting
-from core.study.single_query import inspect_query
 from core.analysis.provenance import provenance_line
 from core.analysis.store_summary import StoreSummary
 from core.agents.llm.local_model import installed_models
 from core.backends import BACKEND_LIST
 from core.local_models import LOCAL_MODELS, model_name_of
 from core.settings import Settings
-from core.study.arch_retrieval import beside_query
 from core.study.gold_trace import GoldTrace, trace_gold
-from core.store.store import git_commit
+from core.store.commit import git_commit
 from ui.safe import plot_text
 
 if TYPE_CHECKING:  # the reader imports pandas: a shared ?q= link never needs it (core.analysis.store_summary)
     from core.analysis.reader import ResultsReader
+    from core.analysis.router_fit import RouterFit
 
 
 
@@ -42,10 +43,10 @@ def stored_studies(settings: Settings) -> list[str]:
         return []
 
 
-def router_fit(settings: Settings, gold: str, k: int, study: str | None) -> dict | None:
+def router_fit(settings: Settings, gold: str, k: int, study: str | None) -> RouterFit | None:
     """ResultsReader.router_fit (what the Inspector applies to a live query), kept under the store's complete runs so
-    that a later server's first ?q= answer reads it without pandas; None when the store cannot be read. Raises
-    what the reader raises on a damaged store (the page says it in one line)."""
+    that a later server's first ?q= answer reads it without pandas; None when the store cannot be read or holds no
+    fit. Raises what the reader raises on a damaged store (the page says it in one line)."""
     return _summary(settings.results_url, settings.cache_dir).kept(
         ("router_fit", gold, k, study), lambda: results(settings).router_fit(gold=gold, k=k, backend=study))
 
@@ -124,25 +125,24 @@ class _Uncached(Exception):
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _inspect(text: str, k: int, archs: str, plans: bool | None, index_key: tuple, backend: str, model: str,
-             _retriever: Retriever, _settings: Settings) -> QueryOutcome:
-    result = inspect_query(text, k, _retriever, _settings, archs=archs, plans=plans)
+def _inspect(text: str, k: int, index_key: tuple, backend: str, model: str, _retriever: Retriever,
+             _settings: Settings) -> QueryOutcome:
+    result = run_query(text, k, _retriever, _settings)
     if result.llm_error:  # e.g. the model is not installed yet: ask again on the next run
         raise _Uncached(result)
     return result
 
 
-def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings, archs: str = "all",
-                 plans: bool | None = None) -> QueryOutcome:
-    """inspect_query, cached per (text, k, index, backend) so reruns of the page are instant.
+def inspect_live(text: str, k: int, retriever: Retriever, settings: Settings) -> QueryOutcome:
+    """run_query (every declared architecture, with plans), cached per (text, k, index, backend) so reruns of the
+    page are instant.
 
     QueryError (empty or oversized text) propagates for the page to show; gold marks are applied
     by the caller (QueryOutcome.with_gold), so the gold choice is not part of the cache key.
     """
     index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
     try:
-        return _inspect(text, k, archs, plans, index_key, settings.llm_backend, settings.llm_model, retriever,
-                        settings)
+        return _inspect(text, k, index_key, settings.llm_backend, settings.llm_model, retriever, settings)
     except _Uncached as uncached:
         return uncached.result
 
@@ -164,18 +164,17 @@ def remember(done: dict, key: tuple, value: Any) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _traces(query: str, stubs: tuple[Stub, ...], hybrid_stubs: tuple[Stub, ...], gold: tuple, index_key: tuple,
+def _traces(query: str, written: WrittenStubs | None, gold: tuple, index_key: tuple,
             _retriever: Retriever) -> list[GoldTrace]:
-    return trace_gold(query, stubs, gold, _retriever, hybrid_stubs=hybrid_stubs)
+    return trace_gold(query, written, gold, _retriever)
 
 
 def gold_traces(query: str, writing: StubWriting | None, gold: frozenset, retriever: Retriever) -> list[GoldTrace]:
-    """trace_gold for one shown result, cached per (query, stubs, gold, index): PtR's stubs as stored or
-    written (none when PtR did not run), and the hybrid's as the studies use them (none after a fallback)."""
-    stubs = writing.stubs if writing is not None else ()
-    hybrid_stubs = beside_query(writing) if writing is not None else ()
+    """trace_gold for one shown result, cached per (query, stubs, gold, index): the stubs as stored or written
+    (none when no stubs were written), each declared architecture searching them as the studies do."""
+    written = None if writing is None else WrittenStubs(writing.stubs, writing.fallback)
     index_key = (retriever.registry.name, retriever.registry.content_hash, retriever.encoder.model_id)
-    return _traces(query, stubs, hybrid_stubs, tuple(sorted(gold)), index_key, retriever)
+    return _traces(query, written, tuple(sorted(gold)), index_key, retriever)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

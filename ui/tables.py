@@ -6,7 +6,7 @@ import math
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from core.archs import ARCH_LIST, ARCHS, PAPER_ARCHS, arch
+from core.retrieval.archs import ARCH_LIST, ARCHS, PAPER_ARCHS, arch
 from core.data.toolbench import subset_order
 
 

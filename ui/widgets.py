@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
-from core.retrieval.discovery import QUERY_LABEL, Hit, Retriever
+from core.retrieval.discovery import Hit, Retriever
 from core.data.loaders import registry_for
 from core.retrieval.assemble import shipped_index_ready
 from core.agents.llm.local_model import installed_models
-from core.archs import arch
+from core.agents.planner import Plan
+from core.analysis.router_fit import RouterFit
+from core.retrieval.archs import QUERY_LABEL, Arch
 from core.backends import OFFLINE_LABEL
 from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
@@ -221,24 +223,23 @@ def _fmt(value: object, digits: int = 3) -> str:
     return "–" if value is None else f"{float(value):.{digits}f}"
 
 
-def plan_view(plan: dict | None, stage: str = "The planner") -> None:
+def plan_view(plan: Plan | None, stage: str = "The planner") -> None:
     """The planner's answer: selected APIs, steps, refusal, and how faithful it stayed to the retrieved set."""
-    if not plan:
+    if plan is None:
         st.caption("The planner did not run.")
         return
-    st.markdown(f"**Planner** ({md(plan.get('backend_label') or plan.get('backend') or '?', 60)})")
-    if plan.get("parse_error"):
-        st.error(md(ran_out_of_time(stage, plan["parse_error"])
-                    or f"The planner's answer could not be used: {plan['parse_error']}", 300))
-    if plan.get("refusal"):
-        st.warning(f"Refused: {md(plan['refusal'], 400)}")
-    selected = plan.get("selected_apis") or []
-    if selected:
-        st.markdown("Selected: " + ", ".join(f"**{md(s, 80)}**" for s in selected))
-    for i, step in enumerate(plan.get("steps") or [], 1):
+    st.markdown(f"**Planner** ({md(plan.label, 60)})")
+    if plan.parse_error:
+        st.error(md(ran_out_of_time(stage, plan.parse_error)
+                    or f"The planner's answer could not be used: {plan.parse_error}", 300))
+    if plan.refusal:
+        st.warning(f"Refused: {md(plan.refusal, 400)}")
+    if plan.selected_apis:
+        st.markdown("Selected: " + ", ".join(f"**{md(s, 80)}**" for s in plan.selected_apis))
+    for i, step in enumerate(plan.steps, 1):
         st.markdown(f"{i}\\. {md(step, 400)}")
-    st.caption(f"fidelity {_fmt(plan.get('fidelity'), 2)} · selection rate {_fmt(plan.get('selection_rate'), 2)} · "
-               f"{plan.get('apis_named', len(selected))} APIs named")
+    st.caption(f"fidelity {_fmt(plan.fidelity, 2)} · selection rate {_fmt(plan.selection_rate, 2)} · "
+               f"{plan.apis_named} APIs named")
 
 
 def score_line(block: ArchResult, k: int, tail: str) -> str:
@@ -251,10 +252,9 @@ def score_line(block: ArchResult, k: int, tail: str) -> str:
     return " · ".join(numbers)
 
 
-def arch_column(name: str, block: ArchResult | None, lookup: Callable[[ApiKey], Api | None], k: int,
+def arch_column(declared: Arch, block: ArchResult | None, lookup: Callable[[ApiKey], Api | None], k: int,
                 failure: str | None = None) -> None:
-    """One architecture's column of the Inspector."""
-    declared = arch(name)
+    """One architecture's column of the Inspector (one the planner runs on)."""
     st.subheader(declared.title)
     if block is None:
         error(failure or "This architecture produced no result.")
@@ -285,20 +285,19 @@ def arch_column(name: str, block: ArchResult | None, lookup: Callable[[ApiKey], 
         error(failure)
 
 
-def hybrid_section(block: ArchResult | None, lookup: Callable[[ApiKey], Api | None], k: int) -> None:
-    """The hybrid's retrieval under the two columns: no planner runs on it, so hits and scores only."""
+def arch_section(declared: Arch, block: ArchResult | None, lookup: Callable[[ApiKey], Api | None], k: int) -> None:
+    """An architecture no planner runs on, under the columns (the hybrid): hits and scores only."""
     if block is None:
         return
     with st.container(border=True):
-        st.subheader(arch(block.arch).title)
+        st.subheader(declared.title)
         st.markdown(score_line(block, k, f"{block.search_width} candidates before the top-{k} cut"))
-        st.caption("PtR's stubs and the query itself are searched, and each API keeps its best similarity: "
-                   "RtP's whole-query match survives when stub writing drops a brand name. No extra LLM call; "
-                   "Results → Beyond the paper compares it with both architectures.")
+        if declared.caption:
+            st.caption(declared.caption)
         hit_list(block.marked_hits(), lookup)
 
 
-def stored_router_fit(settings: Settings, gold: str, k: int, study: str | None) -> dict | None:
+def stored_router_fit(settings: Settings, gold: str, k: int, study: str | None) -> RouterFit | None:
     """The router's fit on the stored study (ui.resources.router_fit); None without one, and one error line, never
     a traceback, when the store cannot be read."""
     try:
@@ -308,14 +307,14 @@ def stored_router_fit(settings: Settings, gold: str, k: int, study: str | None) 
         return None
 
 
-def router_verdict(top1: float | None, fit: dict | None) -> None:
+def router_verdict(top1: float | None, fit: RouterFit | None) -> None:
     """Where the adaptive router fitted on the stored study would send this query, and why."""
-    if top1 is None or not fit:
+    if top1 is None or fit is None:
         return
-    tau = float(fit["threshold"])
+    tau = fit.threshold
     to_ptr = top1 < tau
     st.info(f"**Adaptive router** (beyond the paper): RtP's top-1 cosine {top1:.3f} {'<' if to_ptr else '≥'} "
-            f"τ = {tau:.3f}, the threshold fitted on {fit['n']:,} stored queries → this query would go to "
+            f"τ = {tau:.3f}, the threshold fitted on {fit.n:,} stored queries → this query would go to "
             f"**{'PtR' if to_ptr else 'RtP'}**{'' if to_ptr else ', skipping the discovery call'}. "
             "Results → Beyond the paper shows how well that policy does.", icon=":material/alt_route:")
 

@@ -1,6 +1,6 @@
 """Who writes stubs and who plans, for the configured backend: the one place agents are built.
 
-The single-query path (core.study.single_query) and the batch studies both take their agents from
+The single-query path (core.study.one_query) and the batch studies both take their agents from
 here. Repeated benchmark runs (run_index > 0) key their cached LLM calls apart, so each run gets its
 own answers and a resumed run replays them; run 0 shares the Inspector's cache.
 """

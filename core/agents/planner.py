@@ -7,20 +7,23 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from core.retrieval.discovery import Hit, Retriever, clean_query
-from core.agents.llm import FailureKind, LLMClient, Usage, generate_json
+from core.retrieval.records import Hit
+from core.agents.llm import FailureKind, LLMClient, Usage, failure_of, generate_json
+from core.agents.llm.base import usage_json
 from core.agents.llm.budget import within_budget
 from core.agents.offline_split import split_subrequests
 from core.backends import OFFLINE_MODEL, backend_label
 from core.agents.prompts import STYLES, PromptStyle, validate_plan
-from core.agents.stubs import usage_json
 from core.data.toolbench import ApiKey
+
+if TYPE_CHECKING:  # reading a stored plan (core.study.query_result) needs no retriever
+    from core.retrieval.discovery import Retriever
 
 # Cosine a sub-request needs with an API document for the offline planner to pick it. A round
 # value read off MiniLM's scale (unrelated pairs sit near 0.1-0.2), not fitted to any benchmark.
@@ -34,6 +37,9 @@ def normalise_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Plan:
+    """The planner's answer to one query over the k hits it was given: the one type a result holds, whether the
+    planner just ran or the store gave it back (core.study.query_result), so its readers never ask which."""
+
     selected_apis: tuple[str, ...]
     matched: tuple[ApiKey, ...]
     steps: tuple[str, ...]
@@ -73,6 +79,16 @@ class Plan:
                 "parse_error": self.parse_error, "backend": self.backend, "model": self.model,
                 "backend_label": self.label, "prompt_version": self.prompt_version,
                 "usage": usage_json(self.usage), "latency_s": round(self.latency_s, 4), "cached": self.cached}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], k: int) -> Plan:
+        """The plan to_json wrote, planned over `k` hits: the JSON keeps the measures k gave, not k itself, and
+        no failure kind, which its parse error's tag names (failure_of)."""
+        usage = data["usage"]
+        return cls(tuple(data["selected_apis"]), tuple((tool, api) for tool, api in data["matched"]),
+                   tuple(data["steps"]), data["refusal"], k, data["backend"], data["model"], data["prompt_version"],
+                   Usage(usage["prompt_tokens"], usage["output_tokens"], usage["thoughts_tokens"]),
+                   data["latency_s"], data["parse_error"], data["cached"], failure_of(data["parse_error"]))
 
 
 def match_selections(selected: Sequence[str], hits: Sequence[Hit]) -> tuple[ApiKey, ...]:
@@ -118,6 +134,8 @@ class OfflinePlanner:
         return np.stack([self._memo[t] for t in texts])
 
     def plan(self, query: str, hits: Sequence[Hit]) -> Plan:
+        from core.retrieval.discovery import clean_query  # here: the store's readers import Plan, never plan
+
         start = time.perf_counter()
         parts = split_subrequests(clean_query(query))
         k = len(hits)
@@ -154,6 +172,8 @@ class LLMPlanner:
         self.prompt_version = style.planner_version
 
     def plan(self, query: str, hits: Sequence[Hit]) -> Plan:
+        from core.retrieval.discovery import clean_query  # here: the store's readers import Plan, never plan
+
         text = clean_query(query)
         apis = [(h.display_name, getattr(self.lookup(h.key), "description", "")) for h in hits]
         names = [name for name, _ in apis]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from core.archs import PAPER_ARCHS
+from core.retrieval.archs import PAPER_ARCHS
 
 SINGLE, MULTI = ("G1_instruction",), ("G2_instruction", "G3_instruction")
 SHORT = {"G1_instruction": "G1", "G2_instruction": "G2", "G3_instruction": "G3"}

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from core.analysis.tables import LEADERBOARD_COLUMNS
-from core.archs import PAPER_ARCHS
+from core.retrieval.archs import PAPER_ARCHS
 from core.settings import PROJECT_ROOT
 
 PAPER_SUBSET = {"G1": "G1_instruction", "G2": "G2_instruction", "G3": "G3_instruction"}

@@ -19,7 +19,8 @@ from core.analysis.tables import DISTRACTOR_NOTE, HYBRID_NOTE, PAIRED_TESTS, PAS
 from core.analysis.provenance import plans_text
 from core.analysis.reader import ResultsReader
 from core.analysis.router import ROUTER_NOTE
-from core.archs import ARCHS
+from core.analysis.router_fit import RouterFit
+from core.retrieval.archs import declared
 from core.data.toolbench import gold_definition, subset_order
 from core.study import catalog
 
@@ -37,6 +38,14 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float) and math.isinf(value):  # a router threshold: all RtP (-inf) or all PtR (inf)
         return "inf" if value > 0 else "-inf"
     return value
+
+
+def _fit_fields(fit: RouterFit | None) -> dict[str, Any]:
+    """The router's fit under the report's names; none without a fit."""
+    if fit is None:
+        return {}
+    return {"threshold": fit.threshold, "in_sample_recall": fit.recall, "share_to_ptr": fit.share_to_ptr, "n": fit.n,
+            "folds": fit.folds, "fold_thresholds": list(fit.fold_thresholds)}
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -61,7 +70,7 @@ def leaderboard_wide(board: pd.DataFrame) -> pd.DataFrame:
     wide = wide[columns]
     wide.columns = [f"{subset} {metric}" for metric, subset in columns]
     systems = list(dict.fromkeys(board["system"]))
-    archs = {name: i for i, name in enumerate(ARCHS)}
+    archs = {a.name: i for i, a in enumerate(declared())}
     wide = wide.reset_index()
     return wide.sort_values(["system", "arch"], key=lambda col: col.map(
         {s: i for i, s in enumerate(systems)} if col.name == "system" else archs)).reset_index(drop=True)
@@ -142,7 +151,8 @@ SECTIONS: dict[str, Section] = {
     "router": lambda reader, gold, backend, paper, queries: {
         "title": "Adaptive router on RtP's top-1 cosine (beyond the paper; cross-validated recall)",
         "ours": records(reader.router_table(gold, backend=backend)),
-        "fit": _clean({**reader.router_fit(gold, backend=backend), **reader.router_signal(gold, backend=backend)}),
+        "fit": _clean({**_fit_fields(reader.router_fit(gold, backend=backend)),
+                       **reader.router_signal(gold, backend=backend)}),
         "paper": None, "note": ROUTER_NOTE},
     "backends": lambda reader, gold, backend, paper, queries: backends_section(reader, gold, paper),
     "model_size": lambda reader, gold, backend, paper, queries: model_size_section(reader, gold, paper, queries),

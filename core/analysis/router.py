@@ -13,11 +13,11 @@ out of sample; fitting and scoring on the same queries would flatter it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from core.analysis.router_fit import RouterFit
 from core.data.toolbench import subset_order
 from core.evaluation import significance
 
@@ -31,15 +31,6 @@ ROUTER_NOTE = ("a query goes to PtR when RtP's top-1 cosine is below the thresho
 TABLE_COLUMNS = ["subset", "n", "rtp_recall", "ptr_recall", "router_recall", "oracle_recall", "share_to_ptr",
                  "best_single", "vs_best_single", "p_vs_best"]
 CV_COLUMNS = ["subset", "query_id", "fold", "threshold", "to_ptr", "rtp_recall", "ptr_recall", "router_recall"]
-
-
-@dataclass(frozen=True)
-class RouterFit:
-    """A threshold and what it scored on the queries it was fitted on."""
-
-    threshold: float  # route to PtR when rtp_top1 < threshold; -inf: all RtP, +inf: all PtR
-    recall: float
-    share_to_ptr: float
 
 
 def routed_recall(rtp_top1: np.ndarray, rtp_recall: np.ndarray, ptr_recall: np.ndarray,
@@ -60,7 +51,7 @@ def fit_threshold(frame: pd.DataFrame) -> RouterFit:
     to_ptr = top1[None, :] < thresholds[:, None]  # [thresholds, queries]
     recalls = np.where(to_ptr, ptr[None, :], rtp[None, :]).mean(axis=1)
     best = int(np.flatnonzero(np.isclose(recalls, recalls.max(), rtol=0, atol=1e-12))[0])
-    return RouterFit(float(thresholds[best]), float(recalls[best]), float(to_ptr[best].mean()))
+    return RouterFit(float(thresholds[best]), float(recalls[best]), float(to_ptr[best].mean()), len(frame))
 
 
 def threshold_curve(frame: pd.DataFrame, points: int = 61) -> pd.DataFrame:

@@ -19,7 +19,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from core.analysis.disk_memo import DiskMemo
 from core.store.dburl import DatabaseUnavailable, open_error, shown
-from core.store.store import Run, SchemaInfo, check_schema, make_engine, readable
+from core.store.engine import make_engine
+from core.store.packing import readable
+from core.store.schema import Run, SchemaInfo
+from core.store.schema_check import check_schema
 
 # Which study a page shows when none is chosen, and what a tab does when the chosen one has none of its runs.
 DEFAULT_STUDY_RULE = ("the complete main study that covers the most subsets, the latest of those, whichever backend or "

@@ -27,7 +27,7 @@ def _studies_of(name: str) -> tuple[Study, ...]:
     return catalog.STUDIES if name == "all" else tuple(s for s in catalog.STUDIES if s.name == name)
 
 
-K_PARSERS = {"k": k_value, "ks": k_values}  # k flags are bounded by MAX_K here, whatever the study declares
+K_PARSERS = {"k": k_value, "ks": k_values}  # k flags take BOUNDS["k"] (check_k), whatever the study declares
 
 
 def _params_of(studies: tuple[Study, ...]) -> dict[str, Param]:
@@ -65,7 +65,8 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     from core.data.loaders import queries_for
     from core.retrieval.memo import memoised
     from core.study.catalog import BenchContext
-    from core.store.store import Store, git_commit
+    from core.store.commit import git_commit
+    from core.store.store import Store
 
     studies = _studies_of(args.study)
     url = args.db or settings.results_url

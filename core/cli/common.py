@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from core.progress import progress_callback
 from core.backends import BACKENDS
-from core.retrieval.discovery import MAX_K, QueryError, check_k
-from core.settings import REGISTRIES, Settings, folder_problem
+from core.retrieval.discovery import QueryError, check_k
+from core.settings import BOUNDS, REGISTRIES, Settings, folder_problem
 from core.study.catalog import parse_ks
 from core.store.dburl import DatabaseUnavailable, normalise, shown
 
@@ -43,19 +43,24 @@ STORE_FORMS = "sqlite:///path/to/results.sqlite or postgresql://user:password@ho
 
 
 def k_value(text: str) -> int:
-    """argparse type of a single k: a whole number from 1 to MAX_K."""
+    """argparse type of a single k: a whole number within BOUNDS["k"] (check_k)."""
     try:
         return check_k(int(text))
     except ValueError as exc:  # QueryError is one
+        bounds = BOUNDS["k"]
         raise argparse.ArgumentTypeError(str(exc) if isinstance(exc, QueryError) else
-                                         f"k must be a whole number from 1 to {MAX_K}, not {text!r}") from None
+                                         f"k must be a whole number from {bounds.low:g} to {bounds.high:g}, "
+                                         f"not {text!r}") from None
 
 
 def k_values(text: str) -> list[int]:
-    """argparse type of a k list (1,3,5): parse_ks, each value at most MAX_K."""
+    """argparse type of a k list (1,3,5): parse_ks, its smallest and largest value checked by check_k."""
     ks = parse_ks(text)
-    if ks[-1] > MAX_K:
-        raise argparse.ArgumentTypeError(f"k must be from 1 to {MAX_K} (MAX_K), not {ks[-1]}")
+    try:
+        for k in (ks[0], ks[-1]):
+            check_k(k)
+    except QueryError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return ks
 
 

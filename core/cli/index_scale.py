@@ -142,7 +142,7 @@ def run_index_scale(settings: Settings, sizes: list[int | None], seed: int, kind
     from core.retrieval.ann import IndexSpec
     from core.retrieval.assemble import build_retriever
     from core.retrieval.synthetic import DistractorModel
-    from core.store.store import git_commit
+    from core.store.commit import git_commit
 
     started, machine_before = time.strftime("%Y-%m-%dT%H:%M:%S%z"), uptime()
     retriever, info = build_retriever(settings.with_(index="flat"))

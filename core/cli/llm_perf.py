@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.retrieval.discovery import rtp
+from core.retrieval.archs import baseline
 from core.retrieval.assemble import build_retriever
 from core.data.loaders import queries_for
 from core.agents.llm.local_llama import LocalLlamaClient
@@ -66,7 +66,8 @@ def study_overhead(settings: Settings, queries: list, retriever, concurrency: in
 
     from core.study.catalog import BenchContext
     from core.study.main_study import run_main
-    from core.store.store import QueryResult, Store
+    from core.store.schema import QueryResult
+    from core.store.store import Store
 
     with tempfile.TemporaryDirectory() as folder:
         store = Store(f"sqlite:///{Path(folder) / 'perf.sqlite'}")
@@ -102,7 +103,7 @@ def run_llm_perf(settings: Settings, per_subset: int = 4) -> dict:
         reply = client.generate(style.discovery(query.query), schema=style.discovery_schema())
         stub_s.append(reply.latency_s)
         stub_tokens.append(reply.usage.output_tokens)
-        hits = rtp(query.query, 5, retriever).hits
+        hits = baseline().retrieve(query.query, None, 5, retriever).hits
         apis = [(h.display_name, getattr(retriever.registry.get(h.key), "description", "")) for h in hits]
         plan = client.generate(style.planner(query.query, apis), schema=style.planner_schema([a for a, _ in apis]))
         plan_s.append(plan.latency_s)

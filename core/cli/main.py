@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from core.archs import ARCHS, PAPER_ARCHS
+from core.retrieval.archs import ARCHS, arch
 from core.cli.bench import register as register_bench
 from core.cli.index_scale import register as register_index_scale
 from core.cli.db import register as register_db
@@ -21,7 +21,7 @@ from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_v
 from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, SUBSETS
 from core.progress import progress_callback
 from core.retrieval.discovery import QueryError, clean_query
-from core.settings import DataNotFoundError, Settings, check_cache_dir, redact
+from core.settings import BOUNDS, DataNotFoundError, Settings, check_cache_dir, redact
 from core.study.catalog import positive
 from core.store.dburl import DatabaseUnavailable
 
@@ -63,26 +63,25 @@ def write_index_artifact(settings: Settings, rebuild: bool) -> int:
 
 
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
+    from core.study.one_query import run_query
     from core.study.query_result import QueryOutcome
-    from core.study.single_query import inspect_query
-    from core.store.store import without_nul
+    from core.store.cleaning import without_nul
 
     clean_query(args.text)  # refuse bad input before loading anything
     retriever, _ = retriever_for(settings)
     # The LLM's texts as the store would hold them (NUL characters dropped), in the JSON and the lines alike.
-    answer = without_nul(inspect_query(args.text, args.k, retriever, settings, archs=args.arch,
-                                       use_cache=not args.no_cache).to_json())
+    everything = args.arch == "all"  # one architecture alone: its retrieval (PtR's stubs too), without plans
+    answer = without_nul(run_query(args.text, args.k, retriever, settings,
+                                   archs=None if everything else (arch(args.arch),), plans=everything,
+                                   use_cache=not args.no_cache).to_json())
     if answer.get("llm_error"):  # RtP still answers; the LLM half says why it could not run
         print(f"LLM unavailable: {redact(answer['llm_error'], settings.secrets())}", file=sys.stderr)
     if args.json:
         print(json.dumps(answer, ensure_ascii=False))
         return 0
     result = QueryOutcome.from_json(answer)
-    for arch in PAPER_ARCHS:
-        block = result.get(arch)
-        if block is None:
-            continue
-        print(f"== {arch.upper()} (top-1 cosine {block.top1_score:.3f})")
+    for block in result.blocks:
+        print(f"== {block.arch.upper()} (top-1 cosine {block.top1_score:.3f})")
         for stub in block.writing.stubs if block.writing is not None else ():
             print(f"   stub {stub.name}: {stub.reasoning}")
         for hit in block.hits:
@@ -90,11 +89,11 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{hit.rank:>3}. {hit.score:.3f}  {hit.tool_name.strip()}/{hit.api_name.strip()}"
                   f"  [{hit.category or '-'}]{via}")
         plan = block.plan
-        if plan:
-            print(f"   plan ({plan['backend_label']}): selected {plan['selected_apis']}"
-                  + (f", refusal: {plan['refusal']}" if plan.get("refusal") else "")
-                  + (f", parse error: {plan['parse_error']}" if plan.get("parse_error") else ""))
-            for step in plan["steps"]:
+        if plan is not None:
+            print(f"   plan ({plan.label}): selected {list(plan.selected_apis)}"
+                  + (f", refusal: {plan.refusal}" if plan.refusal else "")
+                  + (f", parse error: {plan.parse_error}" if plan.parse_error else ""))
+            for step in plan.steps:
                 print(f"     - {step}")
     return 0
 
@@ -158,7 +157,7 @@ def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
     from core.agents.llm.local_llama import local_client
     from core.agents.prompts import STYLES
     from core.agents.stubs import LLMStubWriter
-    from core.store.store import without_nul
+    from core.store.cleaning import without_nul
 
     failed = 0
     for name in _models_named(args.model, settings):
@@ -208,7 +207,7 @@ def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_pack(args: argparse.Namespace, settings: Settings) -> int:
-    from core.store.store import pack
+    from core.store.packing import pack
 
     target = pack(args.db or settings.results_url)
     print(f"packed {target} ({target.stat().st_size / 1e6:.1f} MB)")
@@ -236,8 +235,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p = sub.add_parser("query", help="run one query through RtP and/or PtR",
                        description="Retrieve the top-k APIs for one query; with --arch all, also PtR's stubs and both plans.")
     p.add_argument("text", help="the user's request, in quotes")
-    p.add_argument("--arch", choices=(*PAPER_ARCHS, "all"), default="rtp")
-    p.add_argument("--k", type=k_value, default=5, help="APIs to retrieve (default 5, at most MAX_K = 100)")
+    p.add_argument("--arch", choices=(*ARCHS, "all"), default="rtp",
+                   help="one declared architecture (its retrieval alone), or all of them with their plans")
+    p.add_argument("--k", type=k_value, default=5,
+                   help=f"APIs to retrieve (default 5, at most {BOUNDS['k'].high:g})")
     add_common(p, backend=True)
     handlers["query"] = cmd_query
 
@@ -248,7 +249,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p.add_argument("--subset", default="G1_instruction", help=f"one of {', '.join(SUBSETS)}")
     p.add_argument("--gold", choices=GOLD_DEFINITIONS, default=DEFAULT_GOLD.name,
                    help="gold definition: api_list (default; reproduces the paper) or relevant (ToolBench's)")
-    p.add_argument("--k", type=k_values, default=[5], help="k or a comma list, e.g. 1,3,5,10,20 (each at most 100)")
+    p.add_argument("--k", type=k_values, default=[5],
+                   help=f"k or a comma list, e.g. 1,3,5,10,20 (each at most {BOUNDS['k'].high:g})")
     add_common(p, backend=True)
     handlers["eval"] = cmd_eval
 

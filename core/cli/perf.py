@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from core.retrieval.discovery import rtp
+from core.retrieval.archs import baseline
 from core.retrieval.embedding import Encoder
 from core.retrieval.index import VectorIndex
 from core.retrieval.assemble import build_retriever, load_encoder, load_reference_encoder
@@ -98,11 +98,11 @@ def run_perf(settings: Settings, n_docs: int = 2000, n_queries: int = 100, k: in
     build = min(_timeit(lambda: VectorIndex(vectors), 3))
 
     for text in texts[:5]:
-        rtp(text, k, retriever)
+        baseline().retrieve(text, None, k, retriever)
     latencies: list[float] = []
     for text in texts:
         start = time.perf_counter()
-        rtp(text, k, retriever)
+        baseline().retrieve(text, None, k, retriever)
         latencies.append(time.perf_counter() - start)
     qv = encoder.encode(texts)
 

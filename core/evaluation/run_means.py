@@ -11,7 +11,7 @@ The Python mean is the correctly rounded mean of the values. The SQL gives the s
 fractional bits (`fractional`) are summed exactly (core.analysis.exact_mean, which leaves out only bits below
 2^-60), and AVG adds 0/1 shares and whole numbers exactly on every store.
 
-The SQL expressions take the store's per-query model (core.store.store.QueryResult) as an argument, so this
+The SQL expressions take the store's per-query model (core.store.schema.QueryResult) as an argument, so this
 module depends on the store's column names only, not on the store.
 """
 from __future__ import annotations

@@ -18,7 +18,7 @@ import numpy as np
 
 from core.retrieval.checked_file import intact, record_digest
 from core.retrieval.embedding import assert_normalised
-from core.retrieval.index import VectorIndex
+from core.retrieval.index import VectorIndex, search_args
 from core.settings import Settings
 
 if TYPE_CHECKING:  # FAISS serves HNSW and IVF only: exact search (the default) and the app's start never import it
@@ -155,10 +155,7 @@ class AnnIndex:
         return self._search(queries, k)
 
     def _search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        if k < 1:
-            raise ValueError("k must be at least 1")
-        queries = np.ascontiguousarray(queries, dtype=np.float32)
-        k = min(k, len(self))
+        queries, k = search_args(queries, k, len(self))
         fetch = min(k + TIE_MARGIN, len(self))
         scores, ids = self.index.search(queries, fetch, params=self._params(1))
         widen = 2

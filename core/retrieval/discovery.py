@@ -1,11 +1,10 @@
-"""The discovery architectures: Retrieve-then-Plan, Plan-then-Retrieve and a hybrid, as Discovery records.
+"""What a discovery gives (Discovery), the Retriever it searches with, the merge by best similarity, and the
+checks on a query and k before anything is searched.
 
-RtP embeds the raw query; PtR embeds each abstract tool stub, unions the per-stub top-k,
-scores each candidate by its best stub similarity and keeps the top-k overall.
+The architectures themselves, and the one retrieval they share, are declared in core.retrieval.archs.
 """
 from __future__ import annotations
 
-import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,19 +16,23 @@ from core.retrieval.index import VectorIndex
 from core.retrieval.records import Hit, Stub
 from core.data.registry import Registry
 from core.data.toolbench import ApiKey
+from core.settings import BOUNDS
 
 MAX_QUERY_CHARS = 100_000
-MAX_K = 100  # APIs per search: the study needs 20; 47k hits were 21 MB of JSON and took minutes to score
 UNDECODABLE = "\ufffd"  # what a URL or a lenient decoder puts where a byte was not UTF-8
-QUERY_LABEL = "(query)"  # the hybrid's extra search: the raw query, as RtP embeds it
 
 
 class QueryError(ValueError):
     """A query that cannot be searched; the message is shown to the user as is."""
 
 
-def clean_query(query: str | None) -> str:
-    """The query stripped, or QueryError saying why it cannot be searched.
+class CleanQuery(str):
+    """A query clean_query has checked and stripped: the stub writer and the planner, which also take raw text
+    from a study's data, get it back as it is instead of checking it again."""
+
+
+def clean_query(query: str | None) -> CleanQuery:
+    """The query stripped, or QueryError saying why it cannot be searched (a CleanQuery is returned as it is).
 
     Undecodable text (a lone surrogate, which is how Python hands over command-line bytes that are not
     UTF-8, or U+FFFD, which a URL's invalid bytes become) is refused rather than repaired: a repaired
@@ -37,6 +40,8 @@ def clean_query(query: str | None) -> str:
     letter or digit (only emoji, punctuation, control or zero-width characters) embeds to an arbitrary
     point, so it is refused too rather than answered with arbitrary hits.
     """
+    if isinstance(query, CleanQuery):
+        return query
     text = (query or "").strip()
     if not text:
         raise QueryError("The query is empty: type what the agent should do.")
@@ -51,7 +56,7 @@ def clean_query(query: str | None) -> str:
     if not any(unicodedata.category(char)[0] in "LN" for char in text):
         raise QueryError("The query has no searchable text: it holds no letter or digit (only emoji, punctuation, "
                          "control or invisible characters); type words.")
-    return text
+    return CleanQuery(text)
 
 
 def undecodable_at(text: str) -> int | None:
@@ -69,9 +74,10 @@ def undecodable_at(text: str) -> int | None:
 
 
 def check_k(k: int) -> int:
-    """k itself when 1 <= k <= MAX_K, else QueryError: more hits than that is a mistake, not a study."""
-    if not 1 <= k <= MAX_K:
-        raise QueryError(f"k must be from 1 to {MAX_K} (MAX_K), not {k}")
+    """k itself when BOUNDS["k"] holds it, else QueryError: more hits than that is a mistake, not a study."""
+    bounds = BOUNDS["k"]
+    if not bounds.holds(k):
+        raise QueryError(f"k must be from {bounds.low:g} to {bounds.high:g}, not {k}")
     return k
 
 
@@ -83,7 +89,7 @@ class Discovery:
     stubs: tuple[Stub, ...] = ()
     search_width: int = 0
     latency_s: float = 0.0
-    extra: dict = field(default_factory=dict, compare=False)
+    top1: tuple[tuple[int, float], ...] = field(default=(), compare=False)  # each search's own best (row, cosine)
 
     @property
     def top1_score(self) -> float | None:
@@ -128,16 +134,6 @@ class Retriever:
         return self.encoder.encode(list(texts))
 
 
-def rtp(query: str, k: int, retriever: Retriever, query_vector: np.ndarray | None = None) -> Discovery:
-    """Retrieve-then-Plan: the raw query's top-k APIs by cosine similarity."""
-    start = time.perf_counter()
-    text = clean_query(query)
-    vector = retriever.encode([text])[0] if query_vector is None else query_vector
-    scores, rows = retriever.index.search(vector, k)
-    hits = retriever.hits_for(scores, rows)
-    return Discovery("rtp", k, tuple(hits), search_width=len(hits), latency_s=time.perf_counter() - start)
-
-
 def merge_stub_hits(per_stub: Sequence[tuple[str, np.ndarray, np.ndarray]], k: int) -> tuple[list[tuple[int, float, str]], int]:
     """Union of per-stub results, deduplicated, each row scored by its best stub; top-k of that.
 
@@ -151,36 +147,3 @@ def merge_stub_hits(per_stub: Sequence[tuple[str, np.ndarray, np.ndarray]], k: i
                 best[row] = (score, stub)
     ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))[:k]
     return [(row, score, stub) for row, (score, stub) in ranked], len(best)
-
-
-def merged_search(labels: Sequence[str], vectors: np.ndarray, k: int, retriever: Retriever) -> tuple[tuple[Hit, ...], int]:
-    """Each vector's top-k, merged by best similarity (merge_stub_hits): (hits, union size)."""
-    scores, rows = retriever.index.batch_search(vectors, k)
-    merged, width = merge_stub_hits([(label, scores[i], rows[i]) for i, label in enumerate(labels)], k)
-    return retriever.merged_hits(merged), width
-
-
-def ptr_retrieve(stubs: Sequence[Stub], k: int, retriever: Retriever, stub_text: str = "name_reasoning",
-                 stub_vectors: np.ndarray | None = None) -> Discovery:
-    """Plan-then-Retrieve's retrieval half, given stubs (written once, reused across k and registries)."""
-    if not stubs:
-        raise ValueError("PtR needs at least one stub")
-    start = time.perf_counter()
-    vectors = retriever.encode([s.text(stub_text) for s in stubs]) if stub_vectors is None else stub_vectors
-    hits, width = merged_search([s.name for s in stubs], vectors, k, retriever)
-    return Discovery("ptr", k, hits, tuple(stubs), width, time.perf_counter() - start)
-
-
-def hybrid_retrieve(query: str, stubs: Sequence[Stub], k: int, retriever: Retriever,
-                    stub_text: str = "name_reasoning") -> Discovery:
-    """Hybrid discovery (beyond the paper): PtR's stubs plus the raw query as one more search,
-    merged by PtR's own rule (each API scored by its best similarity, top-k overall).
-
-    It needs no call beyond PtR's, and it keeps RtP's whole-query match for requests that name one
-    tool, which stub writing can erase (a brand name turned into a generic verb).
-    """
-    start = time.perf_counter()
-    text = clean_query(query)
-    vectors = retriever.encode([text, *(s.text(stub_text) for s in stubs)])
-    hits, width = merged_search([QUERY_LABEL, *(s.name for s in stubs)], vectors, k, retriever)
-    return Discovery("hybrid", k, hits, tuple(stubs), width, time.perf_counter() - start)

@@ -52,10 +52,7 @@ class VectorIndex:
         return self._search(queries, k)
 
     def _search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        if k < 1:
-            raise ValueError("k must be at least 1")
-        queries = np.ascontiguousarray(queries, dtype=np.float32)
-        k = min(k, len(self))
+        queries, k = search_args(queries, k, len(self))
         query_of, rows = candidates(self._prefilter.scores(queries), len(self), k)
         # float32 of the float64 dot: the same cosine whatever the BLAS or the batch shape.
         exact = np.einsum("ij,ij->i", self.vectors[rows], queries[query_of], dtype=np.float64).astype(np.float32)
@@ -66,6 +63,13 @@ class VectorIndex:
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         take = order[starts[:, None] + np.arange(k)]
         return exact[take], self.rows[rows[take]]
+
+
+def search_args(queries: np.ndarray, k: int, size: int) -> tuple[np.ndarray, int]:
+    """Every index's search arguments checked alike: float32 rows in C order, and k (>= 1) capped at the size."""
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    return np.ascontiguousarray(queries, dtype=np.float32), min(k, size)
 
 
 def candidates(scores: Scores, size: int, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ Counts checked: each run goes into DST in one transaction with its rows; before 
 count for it is read back and must equal SRC's count for the original. At the end every finished run of
 SRC must be in DST exactly once (by the key above). A mismatch raises CopyMismatch (a run whose rows do
 not add up is rolled back).
-Strings are cleaned as every write cleans them (core.store.store.clean).
+Strings are cleaned as every write cleans them (core.store.cleaning.clean).
 """
 from __future__ import annotations
 
@@ -25,9 +25,13 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.store.dburl import DatabaseUnavailable, open_error, shown
-from core.store.store import (RESULT_COLUMNS, SPEC_FIELDS, QueryResult, Run, Store, check_schema, clean, make_engine,
-                              sqlite_path, unpack_if_packed)
+from core.store.cleaning import clean
+from core.store.dburl import DatabaseUnavailable, open_error, shown, sqlite_path
+from core.store.engine import make_engine
+from core.store.packing import unpack_if_packed
+from core.store.schema import RESULT_COLUMNS, QueryResult, Run
+from core.store.schema_check import check_schema
+from core.store.store import SPEC_FIELDS, Store
 
 FINISHED = ("complete", "skipped")
 RUN_FIELDS = tuple(c.name for c in Run.__table__.columns if c.name != "id")

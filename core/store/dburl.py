@@ -9,6 +9,7 @@ sqlalchemy is imported inside the functions: the CLI imports this module for its
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.settings import redact, url_passwords
@@ -48,6 +49,23 @@ def normalise(url: str) -> URL:
             raise DatabaseUnavailable("the results database is PostgreSQL, but its driver psycopg is not installed: "
                                       "run `make setup` (requirements.txt pins psycopg[binary])") from None
     return parsed
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a SQLite URL; None for other databases, in-memory SQLite, a URL that does not parse and one with
+    SQLite URI options (normalise refuses them by name)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return None
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    if parsed.query or parsed.database.startswith("file:"):
+        return None
+    return Path(parsed.database)
 
 
 def shown(url: str | URL) -> str:

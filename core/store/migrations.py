@@ -6,11 +6,8 @@ transaction and is applied once; its name and time go into the `schema_migration
 `schema_info.version` becomes the number of migrations applied, so code from before this list (which
 checks only that number) refuses a newer database with "update the code". Never edit, rename or
 reorder a migration that has been committed: append a new one, in DDL or `text` that both SQLite and
-PostgreSQL accept, and give the model in store.py the same change (a test checks they agree):
-
-    @migration
-    def m002_query_results_judge_score(conn: Connection) -> None:
-        conn.execute(text("ALTER TABLE query_results ADD COLUMN judge_score FLOAT"))
+PostgreSQL accept, and give the models in core.store.schema the same change (a test checks they agree), as
+m002_query_results_failure_kind below does.
 
 m001 is the schema as the code of `SCHEMA_VERSION = 1` created it, frozen here as Core tables rather
 than taken from the models, so that a later model change cannot alter what it creates. A database
@@ -37,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import (JSON, Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String, Table, Text,
-                        UniqueConstraint, func, insert, inspect, select, update)
+                        UniqueConstraint, func, insert, inspect, select, text, update)
 from sqlalchemy.engine import Connection, Engine
 
 MIGRATIONS_TABLE = "schema_migrations"
@@ -139,6 +136,13 @@ def m001_initial_schema(conn: Connection) -> None:
     SCHEMA_INFO.create(conn)
     meta.create_all(conn)
     conn.execute(insert(SCHEMA_INFO).values(id=1, version=1, created_at=datetime.now(UTC)))
+
+
+@migration
+def m002_query_results_failure_kind(conn: Connection) -> None:
+    """A row's FailureKind as a column, so that readers need not parse it out of the row's texts; NULL in the rows
+    written before it (core.store.failure_kind reads those through the texts)."""
+    conn.execute(text("ALTER TABLE query_results ADD COLUMN failure_kind VARCHAR(32)"))
 
 
 def applied(conn: Connection) -> list[AppliedMigration]:

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.archs import PAPER_ARCHS
 from core.data.toolbench import Query
 from core.progress import progress_bar
-from core.retrieval.discovery import Retriever, Stub
+from core.retrieval.archs import WrittenStubs, planning
+from core.retrieval.discovery import Retriever
 from core.retrieval.index import VectorIndex
 from core.retrieval.memo import memoised
 from core.retrieval.synthetic import DistractorModel, DistractorRetriever
@@ -37,7 +37,7 @@ class Source:
     setup: Setup
     rtp_run: int
     ptr_run: int
-    stubs: dict[str, tuple[tuple[Stub, ...], bool]]
+    stubs: dict[str, WrittenStubs]
 
 
 def distractor_sizes(sizes: Sequence[int | None], registry_size: int) -> list[int]:
@@ -67,10 +67,10 @@ def run_distractors(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[i
     try:
         for seed in range(seeds):
             cells = [total for total in totals if seed == 0 or total > n]
-            specs = {(total, subset, arch): sources[subset].setup.spec(
-                         "distractors", arch, subset, k, 0, sub_size=total, sub_seed=seed,
-                         source_run_id=sources[subset].rtp_run if arch == "rtp" else sources[subset].ptr_run)
-                     for total in cells for subset in subsets for arch in PAPER_ARCHS}
+            specs = {(total, subset, a.name): sources[subset].setup.spec(
+                         "distractors", a.name, subset, k, 0, sub_size=total, sub_seed=seed,
+                         source_run_id=sources[subset].ptr_run if a.needs_stubs else sources[subset].rtp_run)
+                     for total in cells for subset in subsets for a in planning()}
             pending = sorted({key[0] for key, spec in specs.items() if not (resume and _finished(store, spec))})
             if pending and pending[-1] > n and model is None:
                 model = DistractorModel.fit(retriever.index.vectors, FIT_SEED)
@@ -84,7 +84,7 @@ def run_distractors(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[i
                     index = VectorIndex(vectors[:total])
                     view = (retriever.with_index(index) if total == n
                             else DistractorRetriever(retriever, index, parents))
-                    touched += _write_cell(store, view, subsets, sources, specs, total, resume, run_config)
+                    touched += _write_cell(store, view, subsets, sources, specs, total, k, resume, run_config)
                 bar.update(1)
             del vectors, parents
     finally:
@@ -98,18 +98,17 @@ def _finished(store: Store, spec: RunSpec) -> bool:
 
 
 def _write_cell(store: Store, view: Retriever, subsets: dict[str, list[Query]], sources: dict[str, Source],
-                specs: dict[tuple[int, str, str], RunSpec], total: int, resume: bool,
+                specs: dict[tuple[int, str, str], RunSpec], total: int, k: int, resume: bool,
                 config: dict[str, Any]) -> list[int]:
     """Every unfinished run of one registry size: RtP and PtR searched in chunks of queries, rows inserted."""
     touched = []
     for subset, qs in subsets.items():
         setup, stubs = sources[subset].setup, sources[subset].stubs
         with_stubs = [q for q in qs if q.uid in stubs]
-        opened = {arch: open_run(store, specs[(total, subset, arch)], with_stubs, resume, setup.git_commit,
-                                 {**config, "gold_apis": len(subset_gold_rows(view, qs))})
-                  for arch in PAPER_ARCHS}
+        opened = {a.name: open_run(store, specs[(total, subset, a.name)], with_stubs, resume, setup.git_commit,
+                                   {**config, "gold_apis": len(subset_gold_rows(view, qs))})
+                  for a in planning()}
         if not any(opened.values()):
             continue
-        touched += store_retrieval_runs(store, view, opened, with_stubs, stubs, specs[(total, subset, "rtp")].k,
-                                        QUERY_CHUNK)
+        touched += store_retrieval_runs(store, view, opened, with_stubs, stubs, k, QUERY_CHUNK)
     return touched

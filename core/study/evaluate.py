@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.agents.factory import make_agents
-from core.archs import arch as declared_arch
+from core.retrieval.archs import arch as declared_arch, discover
 from core.data.loaders import queries_for
 from core.data.toolbench import gold_definition
 from core.retrieval.discovery import Retriever
@@ -36,7 +36,7 @@ def evaluate_subset(settings: Settings, retriever: Retriever, arch: str, subset:
         written = write_all_stubs(agents.stub_writer, texts, concurrency)
         extra = {"backend": written[0].label if written else agents.stub_writer.backend,
                  "stub_fallbacks": sum(o.fallback for o in written)}
-    per_k = declared.retrieve_batch(texts, written, ks, retriever)
+    per_k = discover(declared, texts, written, ks, retriever)
     rows = []
     for k in ks:
         scores = [score_query(q, d.keys, gold, k) for q, d in zip(queries, per_k[k])]

@@ -11,31 +11,32 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.archs import arch
 from core.data.toolbench import ApiKey
-from core.retrieval.discovery import QUERY_LABEL, Retriever, Stub, clean_query, merged_search
+from core.retrieval.archs import Arch, Written, declared
+from core.retrieval.discovery import Retriever, clean_query
 
 TRACE_DEPTH = 100
-TRACED_ARCHS = ("rtp", "ptr", "hybrid")  # the declared architectures trace_gold ranks (each its own search below)
 
 
 @dataclass(frozen=True)
 class GoldTrace:
-    """One gold API under the three architectures; ranks are 1-based within the top `depth`, None beyond."""
+    """One gold API under every traced architecture; ranks are 1-based within the top `depth`, None beyond."""
 
     tool_name: str
     api_name: str
     in_registry: bool
     name_only: bool
-    rank_rtp: int | None
-    rank_ptr: int | None
-    rank_hybrid: int | None
+    ranks: tuple[tuple[str, int | None], ...]  # (architecture, rank), in the declarations' order
     cos_query: float | None
     cos_stub: float | None
     best_stub: str | None
 
     def rank(self, arch: str) -> int | None:
-        return {"rtp": self.rank_rtp, "ptr": self.rank_ptr, "hybrid": self.rank_hybrid}[arch]
+        return dict(self.ranks).get(arch)
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.ranks)
 
 
 @dataclass(frozen=True)
@@ -60,39 +61,35 @@ def _ranks(keys: Sequence[ApiKey]) -> dict[ApiKey, int]:
     return out
 
 
-def trace_gold(query: str, stubs: Sequence[Stub], gold: Collection[ApiKey], retriever: Retriever,
-               depth: int = TRACE_DEPTH, hybrid_stubs: Sequence[Stub] | None = None,
-               stub_text: str = "name_reasoning") -> list[GoldTrace]:
-    """A GoldTrace per gold API (sorted by name), searching each architecture `depth` deep.
+def traced(written: Written | None) -> tuple[Arch, ...]:
+    """The declared architectures a trace ranks: those that need stubs only when stubs were written."""
+    return tuple(a for a in declared() if written is not None or not a.needs_stubs)
 
-    `stubs` are PtR's stubs as written (the fallback stub included); `hybrid_stubs` those the hybrid adds to
-    the raw query (default: `stubs`; none when stub writing fell back, as the studies do).
+
+def trace_gold(query: str, written: Written | None, gold: Collection[ApiKey], retriever: Retriever,
+               depth: int = TRACE_DEPTH) -> list[GoldTrace]:
+    """A GoldTrace per gold API (sorted by name), each traced architecture's own retrieval `depth` deep.
+
+    `written`: the stubs written for the query (now or stored; the fallback stub included), None when none were.
     """
     text = clean_query(query)
-    hybrid_stubs = stubs if hybrid_stubs is None else hybrid_stubs
-    stub_vectors = retriever.encode([s.text(stub_text) for s in stubs]) if stubs else np.zeros((0, 0), np.float32)
+    archs = traced(written)
+    ranks = {a.name: _ranks(a.retrieve(text, written, depth, retriever).keys) for a in archs}
+    stubs = written.stubs if written is not None else ()
     query_vector = retriever.encode([text])[0]
-    scores, rows = retriever.index.search(query_vector, depth)
-    ranks = {"rtp": _ranks([h.key for h in retriever.hits_for(scores, rows)])}
-    if stubs:
-        hits, _ = merged_search([s.name for s in stubs], stub_vectors, depth, retriever)
-        ranks["ptr"] = _ranks([h.key for h in hits])
-    kept = [i for i, s in enumerate(stubs) if s in hybrid_stubs]
-    hybrid_vectors = np.vstack([query_vector[None, :], stub_vectors[kept]]) if kept else query_vector[None, :]
-    hits, _ = merged_search([QUERY_LABEL, *(stubs[i].name for i in kept)], hybrid_vectors, depth, retriever)
-    ranks["hybrid"] = _ranks([h.key for h in hits])
+    stub_vectors = retriever.encode([s.text() for s in stubs]) if stubs else np.zeros((0, len(query_vector)))
     out = []
     for key in sorted(set(gold)):
         row = retriever.registry.row(key)
         if row is None:
-            out.append(GoldTrace(*key, False, False, None, None, None, None, None, None))
+            out.append(GoldTrace(*key, False, False, tuple((a.name, None) for a in archs), None, None, None))
             continue
         vector = retriever.corpus_vectors[row].astype(np.float32)
-        stub_cos = stub_vectors @ vector if stubs else np.zeros(0)
+        stub_cos = stub_vectors @ vector
         best = int(np.argmax(stub_cos)) if len(stub_cos) else None
         out.append(GoldTrace(key[0], key[1], True, retriever.registry.apis[row].doc_source == "name_only",
-                             ranks["rtp"].get(key), ranks.get("ptr", {}).get(key), ranks["hybrid"].get(key),
-                             float(vector @ query_vector), None if best is None else float(stub_cos[best]),
+                             tuple((a.name, ranks[a.name].get(key)) for a in archs), float(vector @ query_vector),
+                             None if best is None else float(stub_cos[best]),
                              None if best is None else stubs[best].name))
     return out
 
@@ -101,11 +98,12 @@ def verdict(trace: GoldTrace, k: int, depth: int = TRACE_DEPTH) -> str:
     """One line on why this gold API was found or missed at k, from its trace."""
     if not trace.in_registry:
         return "not in this registry: no architecture can find it"
-    found = [arch(a).label for a in TRACED_ARCHS if (trace.rank(a) or k + 1) <= k]
+    labels = {a.name: a.label for a in declared()}
+    found = [labels.get(a, a) for a, rank in trace.ranks if (rank or k + 1) <= k]
     doc = "; name-only (its document is just the tool and API name)" if trace.name_only else ""
     if found:
         return f"found by {', '.join(found)}{doc}"
-    ranked = [(trace.rank(a), arch(a).label) for a in TRACED_ARCHS if trace.rank(a) is not None]
+    ranked = [(rank, labels.get(a, a)) for a, rank in trace.ranks if rank is not None]
     if ranked:
         rank, label = min(ranked)
         return f"near miss: best rank {rank} ({label}), below the top {k}{doc}"

@@ -17,12 +17,13 @@ from typing import Any
 
 from core.agents.factory import Agents, AgentsFactory, agents_factory
 from core.agents.planner import Plan
-from core.archs import PAPER_ARCHS
+from core.agents.stubs import StubOutcome
 from core.data.toolbench import Query
-from core.retrieval.batch import ptr_batch, rtp_batch
+from core.retrieval.archs import Arch, baseline, discover, planning
 from core.retrieval.discovery import Discovery, Retriever
 from core.retrieval.memo import memoised
-from core.study.rows import base_row, by_subset, llm_failure, overlap_fields, plan_fields, stub_fields
+from core.study.rows import (base_row, by_subset, llm_failure, llm_failure_kind, overlap_fields, plan_fields,
+                             stub_fields)
 from core.study.runner import Job, execute, open_run
 from core.study.sample import SAMPLE_SEED, STRATA, planner_sample
 from core.study.catalog import DEFAULT_RUNS, MAIN_K, BenchContext
@@ -31,9 +32,12 @@ from core.study.setup import Setup
 
 def run_main(context: BenchContext, *, k: int = MAIN_K, runs: int = DEFAULT_RUNS, concurrency: int = 8,
              plan_sample: int = 0, agents_for: AgentsFactory | None = None) -> list[int]:
-    """The main comparison: per subset, RtP and PtR at k for `runs` runs. Returns the run ids touched.
+    """The main comparison: per subset, every architecture that plans at k for `runs` runs. Returns the run ids
+    touched.
 
-    `agents_for` (run index -> who writes stubs and plans) defaults to the configured backend's agents.
+    `agents_for` (run index -> who writes stubs and plans) defaults to the configured backend's agents. An
+    architecture that needs no stubs is retrieved once per subset (it is deterministic); one that needs them
+    retrieves, batched, as its queries' stubs are written.
     """
     if runs < 1:
         raise ValueError("runs must be at least 1")
@@ -50,22 +54,29 @@ def run_main(context: BenchContext, *, k: int = MAIN_K, runs: int = DEFAULT_RUNS
     retriever = memoised(context.retriever)
     agents = {r: agents_for(r) for r in range(runs)}
     setup = Setup.of(retriever, agents[0], context.commit)
+    base = baseline()
     jobs: list[Job] = []
     for subset, qs in by_subset(queries).items():
-        rtp_found = dict(zip((q.uid for q in qs), rtp_batch([q.query for q in qs], k, retriever)))
+        texts = [q.query for q in qs]
+        fixed = {a.name: dict(zip((q.uid for q in qs), discover(a, texts, None, [k], retriever)[k]))
+                 for a in {base, *(a for a in planning() if not a.needs_stubs)}}
+        base_keys = {uid: d.keys for uid, d in fixed[base.name].items()}
         for r in range(runs):
-            for arch in PAPER_ARCHS:
-                opened = open_run(store, setup.spec("main", arch, subset, k, r), qs, resume, setup.git_commit, config)
+            for a in planning():
+                opened = open_run(store, setup.spec("main", a.name, subset, k, r), qs, resume, setup.git_commit,
+                                  config)
                 if opened is None:
                     continue
                 run_id, todo = opened
-                if arch == "rtp":
-                    jobs.append(Job(run_id, tuple(todo), k, _rtp_finish(agents[r], rtp_found, planned)))
-                else:
+                finish = _finish(a, agents[r], retriever, base_keys, planned)
+                if a.needs_stubs:
                     writer = agents[r].stub_writer
-                    jobs.append(Job(run_id, tuple(todo), k, _ptr_finish(agents[r], retriever, rtp_found, planned),
-                                     prepare=lambda q, w=writer: w.write(q.query),
-                                     retrieve=_ptr_retrieve(retriever, k)))
+                    jobs.append(Job(run_id, tuple(todo), k, finish, prepare=lambda q, w=writer: w.write(q.query),
+                                    retrieve=_retrieve(a, retriever, k)))
+                else:
+                    found = fixed[a.name]
+                    jobs.append(Job(run_id, tuple(todo), k,
+                                    lambda run_id, q, _, f=finish, found=found: f(run_id, q, (None, found[q.uid], None))))
     execute(store, jobs, concurrency, context.progress, "bench main")
     return [job.run_id for job in jobs]
 
@@ -79,36 +90,32 @@ def _plan(agents: Agents, query: Query, discovery: Discovery,
     return plan_fields(plan, query), plan
 
 
-def _rtp_finish(agents: Agents, found: dict[str, Discovery],
-                planned: frozenset[str] | None) -> Callable[[int, Query, Any], dict[str, Any]]:
-    def finish(run_id: int, query: Query, _: Any) -> dict[str, Any]:
-        discovery = found[query.uid]
-        fields, plan = _plan(agents, query, discovery, planned)
-        return {**base_row(run_id, query, discovery), **fields, "error": llm_failure(None, plan)}
-
-    return finish
-
-
-def _ptr_retrieve(retriever: Retriever, k: int) -> Callable[[list[tuple[Query, Any]]], list[Any]]:
-    """Batched PtR retrieval for queries whose stubs are written: (outcome, discovery, stub top-1s, seconds)."""
+def _retrieve(a: Arch, retriever: Retriever, k: int) -> Callable[[list[tuple[Query, Any]]], list[Any]]:
+    """Batched retrieval for queries whose stubs are written: (outcome, discovery, seconds) each."""
     def retrieve(items: list[tuple[Query, Any]]) -> list[Any]:
         start = time.perf_counter()
-        stub_lists = [outcome.stubs for _, outcome in items]
-        found = ptr_batch(stub_lists, [k], retriever)[k]
+        found = discover(a, [q.query for q, _ in items], [outcome for _, outcome in items], [k], retriever)[k]
         seconds = (time.perf_counter() - start) / len(items)
-        return [(outcome, d, d.extra["stub_top1"], seconds) for (_, outcome), d in zip(items, found)]
+        return [(outcome, d, seconds) for (_, outcome), d in zip(items, found)]
 
     return retrieve
 
 
-def _ptr_finish(agents: Agents, retriever: Retriever, rtp_found: dict[str, Discovery],
-                planned: frozenset[str] | None) -> Callable[[int, Query, Any], dict[str, Any]]:
-    def finish(run_id: int, query: Query, payload: Any) -> dict[str, Any]:
-        outcome, discovery, top1, seconds = payload
+def _finish(a: Arch, agents: Agents, retriever: Retriever, base_keys: dict[str, Any],
+            planned: frozenset[str] | None) -> Callable[[int, Query, Any], dict[str, Any]]:
+    """A query's row: its scores and hits, its stubs where `a` carries them, its overlap with the baseline's top
+    k (but the baseline's own), its plan, and the failure of either LLM call."""
+    def finish(run_id: int, query: Query, payload: tuple[StubOutcome | None, Discovery, float | None]) -> dict[str, Any]:
+        outcome, discovery, seconds = payload
         fields, plan = _plan(agents, query, discovery, planned)
-        return {**base_row(run_id, query, discovery, fallback=outcome.fallback),
-                **stub_fields(outcome, top1, query, retriever),
-                **fields, **overlap_fields(discovery, rtp_found[query.uid].keys),
-                "retrieval_latency_s": seconds, "error": llm_failure(outcome, plan)}
+        row = {**base_row(run_id, query, discovery, fallback=a.carries_stubs and outcome.fallback), **fields,
+               "error": llm_failure(outcome, plan), "failure_kind": llm_failure_kind(outcome, plan)}
+        if a.carries_stubs:
+            row.update(stub_fields(outcome, discovery.top1, query, retriever))
+        if not a.baseline:
+            row.update(overlap_fields(discovery, base_keys[query.uid]))
+        if seconds is not None:
+            row["retrieval_latency_s"] = seconds
+        return row
 
     return finish

@@ -1,10 +1,11 @@
 """One query's result, typed: a block per architecture, and the whole.
 
-Two producers build it: the live path (core.study.single_query and core.study.live, from what they just
+Two producers build it: the live path (core.study.one_query, from what it just
 computed: ArchResult.of) and the store (core.analysis.reader's query_detail, from run 0's rows:
 ArchResult.stored). The CLI's `query --json`, the Inspector and its download read it and never ask which made
 it: what only one producer knows is None in the other's (a stored block has no retrieval time, as the studies
-retrieve in batches; only a stored one keeps the marks under every gold definition and the plan's pass).
+retrieve in batches; only a stored one keeps the marks under every gold definition and the plan's pass). A block's
+plan is a core.agents.planner.Plan either way: the store's columns rebuild one (_stored_plan).
 to_json() is the JSON `query --json` prints; from_json() reads it back.
 
 JSON names: a block's unsuffixed marks ("recall", "precision", a hit's "gold") are those under the gold set
@@ -17,17 +18,18 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from core.agents.llm import failure_of
 from core.agents.llm.base import Usage, usage_json
-from core.archs import ARCHS_BY_NAME, declared
+from core.agents.planner import Plan
+from core.retrieval.archs import ARCHS_BY_NAME, declared
 from core.data.toolbench import DEFAULT_GOLD, GOLD_LIST, ApiKey, Gold, gold_definition
 from core.retrieval.records import Hit, Stub
 from core.evaluation import metrics
 
-if TYPE_CHECKING:  # reading the store needs no retriever nor agent, and the live path no store
-    from core.agents.planner import Plan
+if TYPE_CHECKING:  # reading the store needs no retriever nor stub writer, and the live path no store
     from core.agents.stubs import StubOutcome
     from core.retrieval.discovery import Discovery
-    from core.store.store import QueryResult
+    from core.store.schema import QueryResult
 
 Namer = Callable[[str], str]  # a metric's JSON name under one set of marks
 
@@ -94,8 +96,7 @@ class StubWriting:
 
 @dataclass(frozen=True)
 class ArchResult:
-    """One architecture's answer to the query: its hits, how they meet the gold, its plan, its stubs. `plan` is
-    the planner's answer as Plan.to_json gives it (the store rebuilds the same fields); never mutate it."""
+    """One architecture's answer to the query: its hits, how they meet the gold, its plan, its stubs."""
 
     arch: str
     hits: tuple[Hit, ...]
@@ -104,8 +105,8 @@ class ArchResult:
     latency_s: float | None = None  # retrieval seconds measured now; None when stored (batched retrieval)
     gold: GoldMarks | None = None  # under the gold set the view uses; None for free text
     other_golds: tuple[tuple[str, GoldMarks], ...] = ()  # stored: under the other definitions, by name
-    plan: Mapping[str, Any] | None = None  # None when the planner did not run
-    writing: StubWriting | None = None  # on the architecture that carries the stubs (core.archs)
+    plan: Plan | None = None  # over these hits, its latency as shown (4 decimals); None when the planner did not run
+    writing: StubWriting | None = None  # on the architecture that carries the stubs (core.retrieval.archs)
     backend_label: str | None = None
     rtp_overlap: int | None = None  # stored PtR rows: how its top k relates to RtP's
     same_as_rtp: bool | None = None
@@ -118,7 +119,7 @@ class ArchResult:
         hits = tuple(replace(h, score=round(h.score, 6)) for h in found.hits)
         return cls(arch, hits, found.top1_score, found.search_width, round(found.latency_s, 4),
                    None if gold is None else GoldMarks.of(found.keys, gold, found.k),
-                   plan=None if plan is None else plan.to_json(),
+                   plan=None if plan is None else _as_shown(plan),
                    writing=None if written is None else StubWriting.of(written),
                    backend_label=None if written is None else written.label)
 
@@ -126,14 +127,7 @@ class ArchResult:
     def stored(cls, row: QueryResult, run: Mapping[str, Any], hits: Sequence[Mapping[str, Any]]) -> ArchResult:
         """The block of a stored row of `run` (its arch, labels and prompt version), with `hits` (the row's, or
         a prefix of a wider run's)."""
-        plan = None
-        if row.plan is not None:
-            plan = {**row.plan, "matched": row.plan_matched, "fidelity": row.plan_fidelity,
-                    "selection_rate": row.plan_selection_rate, "apis_named": row.plan_apis_named,
-                    "usage": usage_json(_usage(row.plan_prompt_tokens, row.plan_output_tokens,
-                                               row.plan_thoughts_tokens)),
-                    "latency_s": row.plan_latency_s, "backend": run["llm_backend"], "model": run["llm_model"],
-                    "prompt_version": run["planner_prompt_version"], "backend_label": run["backend_label"]}
+        plan = None if row.plan is None else _stored_plan(row, run, len(hits))
         others = tuple((g.name, _stored_marks(row, hits, g)) for g in GOLD_LIST if g is not DEFAULT_GOLD)
         block = cls(run["arch"], tuple(_hit(h) for h in hits), row.top1_score, row.search_width,
                     gold=_stored_marks(row, hits, DEFAULT_GOLD), other_golds=others, plan=plan,
@@ -155,9 +149,11 @@ class ArchResult:
                 Usage(usage.get("prompt_tokens", 0), usage.get("output_tokens", 0), usage.get("thoughts_tokens", 0)),
                 block.get("stub_latency_s"), block.get("stub_capped"))
         others = ((g.name, GoldMarks.from_json(block, g.column)) for g in GOLD_LIST)
-        return cls(arch, tuple(_hit(h) for h in block.get("hits") or []), block.get("top1_score"),
+        hits = tuple(_hit(h) for h in block.get("hits") or [])
+        plan = Plan.from_json(block["plan"], len(hits)) if "plan" in block else None  # planned over these hits
+        return cls(arch, hits, block.get("top1_score"),
                    block.get("search_width", 0), block.get("latency_s"), GoldMarks.from_json(block, _unsuffixed),
-                   tuple((name, marks) for name, marks in others if marks is not None), block.get("plan"), writing,
+                   tuple((name, marks) for name, marks in others if marks is not None), plan, writing,
                    block.get("backend_label"), block.get("rtp_overlap"), block.get("same_as_rtp"))
 
     @property
@@ -178,11 +174,11 @@ class ArchResult:
     def total_tokens(self) -> int:
         """LLM tokens spent on this query: stub writing (if it carries the stubs) plus planning."""
         stubs = self.writing.usage.total if self.writing is not None else 0
-        return stubs + int(((self.plan or {}).get("usage") or {}).get("total_tokens") or 0)
+        return stubs + (self.plan.usage.total if self.plan is not None else 0)
 
     @property
     def plan_latency_s(self) -> float | None:
-        return (self.plan or {}).get("latency_s")
+        return self.plan.latency_s if self.plan is not None else None
 
     @property
     def total_latency_s(self) -> float:
@@ -191,7 +187,7 @@ class ArchResult:
         return float(stubs or 0.0) + float(self.latency_s or 0.0) + float(self.plan_latency_s or 0.0)
 
     def with_plan(self, plan: Plan) -> ArchResult:
-        return replace(self, plan=plan.to_json())
+        return replace(self, plan=_as_shown(plan))
 
     def with_gold(self, gold: Collection[ApiKey] | None, k: int) -> ArchResult:
         return replace(self, gold=None if gold is None else GoldMarks.of(self.keys, gold, k))
@@ -209,7 +205,7 @@ class ArchResult:
         for name, m in marks:
             out.update({name("recall"): m.recall, name("precision"): m.precision})
         if self.plan is not None:
-            out["plan"] = dict(self.plan)
+            out["plan"] = self.plan.to_json()
         out.update({name("plan_pass"): m.plan_pass for name, m in marks if m.plan_pass is not None})
         w = self.writing
         if w is not None:
@@ -225,7 +221,7 @@ class ArchResult:
 
 @dataclass(frozen=True)
 class QueryOutcome:
-    """One query through the architectures, their blocks in the declarations' order (core.archs)."""
+    """One query through the architectures, their blocks in the declarations' order (core.retrieval.archs)."""
 
     k: int
     blocks: tuple[ArchResult, ...] = ()
@@ -275,6 +271,23 @@ class QueryOutcome:
 
 def _hit(h: Mapping[str, Any]) -> Hit:
     return Hit(h["tool_name"], h["api_name"], h.get("category") or "", h["score"], h["rank"], h.get("stub"))
+
+
+def _as_shown(plan: Plan) -> Plan:
+    """The plan with its latency as its JSON shows it, so that a block read back from its JSON equals it."""
+    return replace(plan, latency_s=round(plan.latency_s, 4))
+
+
+def _stored_plan(row: QueryResult, run: Mapping[str, Any], k: int) -> Plan:
+    """A stored row's plan, over its `k` hits: its texts from the row's plan column, its selections and cost from
+    the others, who planned from `run`. The measures (fidelity, selection rate) follow from these, as they did
+    when the row was written (core.study.rows.plan_fields)."""
+    texts = row.plan
+    return _as_shown(Plan(
+        tuple(texts["selected_apis"]), tuple((tool, api) for tool, api in row.plan_matched), tuple(texts["steps"]),
+        texts["refusal"], k, run["llm_backend"], run["llm_model"], run["planner_prompt_version"],
+        _usage(row.plan_prompt_tokens, row.plan_output_tokens, row.plan_thoughts_tokens), row.plan_latency_s,
+        texts["parse_error"], texts["cached"], failure_of(texts["parse_error"])))
 
 
 def _usage(prompt: int | None, output: int | None, thoughts: int | None) -> Usage:

@@ -16,6 +16,7 @@ from core.evaluation.scoring import score_query
 
 if TYPE_CHECKING:
     from core.agents.planner import Plan
+    from core.retrieval.archs import Arch
     from core.agents.stubs import StubOutcome
 
 FALLBACK_STUB = "(the raw query: the stub writer failed)"
@@ -62,13 +63,12 @@ def overlap_fields(discovery: Discovery, rtp_keys: Collection[ApiKey]) -> dict[s
     return {"rtp_overlap": len(mine & theirs), "same_as_rtp": mine == theirs}
 
 
-def retrieval_rows(run_id: int, todo: Iterable[Query], arch: str,
-                   found: dict[str, dict[str, Discovery]]) -> list[dict[str, Any]]:
-    """Rows of a retrieval-only run (scaling, distractors; no hits stored): scores, and for PtR its overlap with
-    RtP's top-k on the same registry. `found` maps arch -> query uid -> Discovery for both architectures."""
-    return [{**base_row(run_id, q, found[arch][q.uid], with_hits=False),
-             **(overlap_fields(found["ptr"][q.uid], found["rtp"][q.uid].keys) if arch == "ptr" else {})}
-            for q in todo]
+def retrieval_rows(run_id: int, todo: Iterable[Query], arch: Arch, found: dict[str, Discovery],
+                   base: dict[str, Discovery]) -> list[dict[str, Any]]:
+    """Rows of a retrieval-only run (scaling, distractors; no hits stored): scores, and but for the baseline its
+    overlap with the baseline's top-k on the same registry. `found` and `base` map query uid -> Discovery."""
+    return [{**base_row(run_id, q, found[q.uid], with_hits=False),
+             **({} if arch.baseline else overlap_fields(found[q.uid], base[q.uid].keys))} for q in todo]
 
 
 def plan_pass(plan: Plan, gold: Collection[ApiKey]) -> bool:
@@ -125,6 +125,12 @@ def llm_failure(stub: StubOutcome | None = None, plan: Plan | None = None) -> st
     failed = ([f"stub writer: {stub.error}"] if stub is not None and stub.failure is not None else []) + (
         [f"planner: {plan.parse_error}"] if plan is not None and plan.failure is not None else [])
     return ("LLM failure, " + "; ".join(failed))[:1000] if failed else None
+
+
+def llm_failure_kind(stub: StubOutcome | None = None, plan: Plan | None = None) -> str | None:
+    """The stored failure_kind of the row llm_failure fails: the stub writer's kind before the planner's."""
+    kind = (stub.failure if stub is not None else None) or (plan.failure if plan is not None else None)
+    return None if kind is None else kind.value
 
 
 def error_row(run_id: int, query: Query, k: int, error: BaseException) -> dict[str, Any]:

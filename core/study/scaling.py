@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from core.data.registry import stratified_rows
 from core.data.toolbench import GOLD_DEFINITIONS, Query
 from core.progress import progress_bar
-from core.retrieval.batch import ptr_batch, rtp_batch
-from core.retrieval.discovery import Discovery, Retriever, Stub
+from core.retrieval.archs import Arch, WrittenStubs, arch, baseline, discover, planning
+from core.retrieval.discovery import Discovery, Retriever
 from core.retrieval.memo import memoised
 from core.study.catalog import MAIN_K, SCALING_SEEDS, SCALING_SIZES, BenchContext
 from core.study.rows import by_subset, retrieval_rows
@@ -49,7 +49,7 @@ def run_scaling(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int |
     cells = [(s, size, seed) for s in subsets for size in scaling_sizes(sizes, n)
              for seed in ([0] if size == n or size < len(gold[s]) else range(seeds))]
     bar = progress_bar(len(cells), "bench scaling", context.progress)
-    sources: dict[str, tuple[Sources, dict[str, tuple[tuple[Stub, ...], bool]]]] = {}
+    sources: dict[str, tuple[Sources, dict[str, WrittenStubs]]] = {}
     for subset, size, seed in cells:
         qs, gold_rows = subsets[subset], gold[subset]
         if subset not in sources:
@@ -60,8 +60,8 @@ def run_scaling(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int |
         with_stubs = [q for q in qs if q.uid in stubs]
         extra = {"sub_size": size, "sub_seed": seed}
         cell_config = {**context.config, "gold_apis": len(gold_rows)}
-        specs = {"rtp": setup.spec("scaling", "rtp", subset, k, 0, source_run_id=src.rtp.id, **extra),
-                 "ptr": setup.spec("scaling", "ptr", subset, k, 0, source_run_id=src.ptr[0].id, **extra)}
+        specs = {a.name: setup.spec("scaling", a.name, subset, k, 0, source_run_id=source_run(src, a), **extra)
+                 for a in planning()}
         if size < len(gold_rows):
             note = f"{len(gold_rows):,} gold APIs of {subset} do not fit in a {size:,}-API registry"
             for spec in specs.values():
@@ -79,21 +79,28 @@ def run_scaling(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int |
     return touched
 
 
+def source_run(src: Sources, a: Arch) -> int:
+    """The main run a scaling cell of `a` builds on: PtR's run 0 (its stubs) when `a` searches stubs, else RtP's."""
+    return src.ptr[0].id if a.needs_stubs else src.rtp.id
+
+
 def store_retrieval_runs(store: Store, view: Retriever, opened: dict[str, tuple[int, list[Query]] | None],
-                         queries: Sequence[Query], stubs: dict[str, tuple[tuple[Stub, ...], bool]], k: int,
+                         queries: Sequence[Query], stubs: dict[str, WrittenStubs], k: int,
                          chunk: int | None = None) -> list[int]:
-    """RtP and PtR (from stored stubs) on one registry view, then each opened run's rows inserted: what the
-    scaling and distractor studies do per cell. `chunk` bounds how many queries are searched at once (a
+    """Each opened run's architecture (by name) on one registry view, from stored stubs, then its rows inserted:
+    what the scaling and distractor studies do per cell. `chunk` bounds how many queries are searched at once (a
     million-vector view); None searches them in one batch. Returns the run ids written."""
-    found: dict[str, dict[str, Discovery]] = {"rtp": {}, "ptr": {}}
+    base = baseline()
+    archs = [arch(name) for name, got in opened.items() if got is not None]
+    found: dict[str, dict[str, Discovery]] = {a.name: {} for a in {base, *archs}}
     for start in range(0, len(queries), chunk or max(1, len(queries))):
         part = queries[start:start + (chunk or len(queries))]
-        found["rtp"].update(zip((q.uid for q in part), rtp_batch([q.query for q in part], k, view)))
-        found["ptr"].update(zip((q.uid for q in part), ptr_batch([stubs[q.uid][0] for q in part], [k], view)[k]))
+        for a in {base, *archs}:
+            written = [stubs[q.uid] for q in part] if a.needs_stubs else None
+            found[a.name].update(zip((q.uid for q in part), discover(a, [q.query for q in part], written, [k], view)[k]))
     touched = []
-    for arch, got in opened.items():
-        if got is not None:
-            run_id, todo = got
-            insert_run(store, run_id, retrieval_rows(run_id, todo, arch, found))
-            touched.append(run_id)
+    for a in archs:
+        run_id, todo = opened[a.name]
+        insert_run(store, run_id, retrieval_rows(run_id, todo, a, found[a.name], found[base.name]))
+        touched.append(run_id)
     return touched

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.backends import backend_label
 from core.retrieval.discovery import Retriever
-from core.store.store import RunRecord, RunSpec, git_commit
+from core.store.commit import git_commit
+from core.store.store import RunRecord, RunSpec
 
 if TYPE_CHECKING:
     from core.agents.factory import Agents

@@ -7,6 +7,7 @@ from typing import Any
 
 from core.data.toolbench import Query
 from core.progress import progress_bar
+from core.retrieval.archs import WrittenStubs, baseline, stub_carrier
 from core.retrieval.discovery import Retriever, Stub
 from core.study.catalog import BenchContext
 from core.study.rows import by_subset
@@ -16,7 +17,8 @@ from core.store.store import RunRecord, Store
 
 @dataclass(frozen=True)
 class Sources:
-    """The main runs a k sweep or scaling study builds on: RtP run 0 and PtR runs by run index."""
+    """The main runs a k sweep or scaling study builds on: the baseline's (RtP's) run 0 and the stub carrier's
+    (PtR's) runs by run index, whose stubs they search."""
 
     rtp: RunRecord
     ptr: dict[int, RunRecord]
@@ -35,7 +37,8 @@ def main_sources(store: Store, retriever: Retriever, subset: str, llm_backend: s
         match["llm_backend"] = llm_backend
     if llm_model:
         match["llm_model"] = llm_model
-    ptr_any = store.latest_complete("main", "ptr", subset, **match)
+    carrier, base = stub_carrier().name, baseline().name
+    ptr_any = store.latest_complete("main", carrier, subset, **match)
     if not ptr_any:
         raise ValueError(f"no complete main run for {subset} on registry {retriever.registry.name} with "
                          f"{retriever.encoder.model_id}" + (f" and backend {llm_backend}" if llm_backend else "")
@@ -44,26 +47,26 @@ def main_sources(store: Store, retriever: Retriever, subset: str, llm_backend: s
     match.update(llm_backend=latest.llm_backend, llm_model=latest.llm_model, k=latest.k,
                  discovery_prompt_version=latest.discovery_prompt_version,
                  planner_prompt_version=latest.planner_prompt_version)
-    ptr = store.latest_complete("main", "ptr", subset, **match)
-    rtp = store.latest_complete("main", "rtp", subset, **match)
+    ptr = store.latest_complete("main", carrier, subset, **match)
+    rtp = store.latest_complete("main", base, subset, **match)
     if 0 not in rtp or 0 not in ptr:
         raise ValueError(f"the latest main study for {subset} has no complete run 0: rerun `bench main --resume`")
     return Sources(rtp[0], ptr)
 
 
-def stored_stubs(store: Store, run_id: int, queries: Sequence[Query]) -> dict[str, tuple[tuple[Stub, ...], bool]]:
-    """query uid -> (the stubs a main run wrote, whether they were the fallback: the raw query, rebuilt
-    from `queries`); failed rows and queries not given are left out."""
+def stored_stubs(store: Store, run_id: int, queries: Sequence[Query]) -> dict[str, WrittenStubs]:
+    """query uid -> the stubs a main run wrote (after a fallback: the raw query, rebuilt from `queries`); failed
+    rows and queries not given are left out."""
     by_uid = {q.uid: q for q in queries}
-    out: dict[str, tuple[tuple[Stub, ...], bool]] = {}
+    out: dict[str, WrittenStubs] = {}
     for row in store.results(run_id, ("query_uid", "stubs", "stub_fallback", "error")):
         query = by_uid.get(row["query_uid"])
         if query is None or not row["stubs"] or row["error"]:
             continue
         if row["stub_fallback"]:
-            out[query.uid] = ((Stub(query.query),), True)
+            out[query.uid] = WrittenStubs((Stub(query.query),), True)
         else:
-            out[query.uid] = (tuple(Stub(s["name"], s.get("reasoning", "")) for s in row["stubs"]), False)
+            out[query.uid] = WrittenStubs(tuple(Stub(s["name"], s.get("reasoning", "")) for s in row["stubs"]))
     return out
 
 
