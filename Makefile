@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test docs llm index index-artifact bench results results-local results-models perf clean-cache
+.PHONY: setup run test docs llm index index-artifact bench results results-local results-models results-registries perf clean-cache
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -99,6 +99,20 @@ MAIN_ARGS := --runs 1 --plan-sample 60 --concurrency 4 --resume
 # not turn its calls in flight into timeouts.
 LOCAL_STUDY := LLM_BACKEND=local LOCAL_INSTANCES=2 LOCAL_THREADS=1 LLM_TIMEOUT_S=300 LLM_QUERY_BUDGET_S=900 \
 	nice -n 10 $(PY) -m core bench
+# The study on the other shipped registries (core/registries.py): the offline heuristic on every query, then the
+# Qwen 1.5B and 0.5B on LiveMCPBench's 94 scorable tasks and on the first 50 queries of each Seal-Tools subset
+# (200), both planners on 30 per subset; each with its k sweep and hybrid. Resumable like results-models.
+OTHER_REGISTRIES := livemcpbench sealtools
+REGISTRY_LLM_ARGS := --runs 1 --plan-sample 30 --concurrency 4 --resume
+results-registries:
+	for r in $(OTHER_REGISTRIES); do for study in main ksweep hybrid; do \
+	  LLM_BACKEND=offline $(PY) -m core bench $$study --registry $$r --resume --no-progress || exit 1; done; done
+	for model in $(QWEN_15B) $(QWEN_05B); do for r in $(OTHER_REGISTRIES); do \
+	  LOCAL_MODEL=$$model $(LOCAL_STUDY) main --registry $$r $(REGISTRY_LLM_ARGS) \
+	    $$( [ $$r = sealtools ] && echo --limit 50 ) || exit 1; \
+	  LOCAL_MODEL=$$model $(LOCAL_STUDY) ksweep --registry $$r --resume && \
+	  LOCAL_MODEL=$$model $(LOCAL_STUDY) hybrid --registry $$r --resume || exit 1; done; done
+
 # Needs `make llm MODEL=all` once; a restart only verifies the model files (seconds), without llm's speed check.
 results-models:
 	$(PY) -m core llm install --model all

@@ -12,7 +12,8 @@ import threading
 import streamlit as st
 
 from core.data.toolbench import GOLD_DEFINITIONS, GOLD_LIST
-from core.settings import BOUNDS, REGISTRIES, DataNotFoundError, check_cache_dir
+from core.registries import REGISTRIES, registry_decl
+from core.settings import BOUNDS, DataNotFoundError, check_cache_dir
 from ui.index_job import index_job
 from ui.page_settings import LATEST_STUDY, base_settings, current_settings
 
@@ -74,8 +75,8 @@ PAGES = [
 ]
 # Bound pickers show their values and describe them in captions: Streamlit writes a bound picker's *displayed*
 # text into the URL and drops a URL value that is not one, so with a format_func a shared `?gold=relevant` opened
-# as api_list (and the address bar carried "relevant (ToolBench)" instead).
-REGISTRY_CAPTIONS = {"full": "~47k APIs, the paper's scale", "documented": "4,940 APIs"}
+# as api_list (and the address bar carried "relevant (ToolBench)" instead). The captions are declared with the
+# registries (core.registries).
 
 st.set_page_config(page_title="Tool Discovery Lab", page_icon=":material/travel_explore:", layout="wide")
 page = st.navigation(PAGES)
@@ -91,7 +92,7 @@ except ValueError as exc:  # a bad REGISTRY or LLM_BACKEND value, a CACHE_DIR th
 # reloaded or shared link shows the same numbers; the pages bind their own pickers the same way.
 with st.sidebar:
     st.radio("Registry", REGISTRIES, key="registry", index=REGISTRIES.index(settings.registry),
-             captions=[REGISTRY_CAPTIONS[r] for r in REGISTRIES], bind="query-params",
+             captions=[registry_decl(r).caption for r in REGISTRIES], bind="query-params",
              help="Which API registry the live index searches. Results pages show what the benchmark stored.")
     st.radio("Gold APIs", GOLD_DEFINITIONS, key="gold", captions=[g.caption for g in GOLD_LIST], bind="query-params",
              help="api_list: the APIs a query was generated from (close to the paper's ground truth). "

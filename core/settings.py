@@ -13,10 +13,10 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from core.backends import Backend, backend as backend_named
+from core.registries import RegistryDecl, registry_decl
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-REGISTRIES = ("full", "documented")
 ENCODER_RUNTIMES = ("auto", "onnx", "numpy", "torch")
 INDEX_KINDS = ("flat", "hnsw", "ivf")  # INDEX: exact (default) or approximate FAISS search, core.retrieval.ann
 INDEX_PARAMS = ("HNSW_M", "HNSW_EF_CONSTRUCTION", "HNSW_EF_SEARCH", "IVF_NLIST", "IVF_NPROBE")  # defaults: ann.IndexSpec
@@ -166,9 +166,7 @@ class Settings:
         backend = merged.get("LLM_BACKEND", "").strip().lower()
         if not backend:
             backend = "gemini" if gemini_key else "offline"
-        registry = merged.get("REGISTRY", "full").strip().lower()
-        if registry not in REGISTRIES:
-            raise ValueError(f"REGISTRY must be one of {', '.join(REGISTRIES)}, not {registry!r}")
+        registry = registry_decl(merged.get("REGISTRY", "full").strip().lower()).name
         declared = backend_named(backend)
         runtime = merged.get("ENCODER_RUNTIME", "auto").strip().lower()
         if runtime not in ENCODER_RUNTIMES:
@@ -224,6 +222,23 @@ class Settings:
     @property
     def results_url(self) -> str:
         return self.database_url or f"sqlite:///{self.root / 'data' / 'results.sqlite'}"
+
+    @property
+    def registry_declared(self) -> RegistryDecl:
+        return registry_decl(self.registry)
+
+    def registry_dir(self) -> Path:
+        """The folder of the chosen registry's files: the ToolBench data folder (data_dir) for ToolBench's,
+        data/registries/<folder>/ for the others; DataNotFoundError when it is missing."""
+        declared = self.registry_declared
+        if declared.folder is None:
+            return self.data_dir()
+        path = self.root / "data" / "registries" / declared.folder
+        if not (path / declared.tools).is_file():
+            raise DataNotFoundError(f"No {declared.benchmark} registry at {path / declared.tools}; restore it with "
+                                    "git checkout data/registries, or rebuild it: python -m core.data.benchmarks.build "
+                                    "data/registries")
+        return path
 
     def data_dir(self) -> Path:
         """The ToolBench directory: TOOLBENCH_DATA, then data/toolbench/, then ../shared/toolbench/."""

@@ -49,6 +49,7 @@ CORE_LAYERS: dict[str, int] = {
     "core.settings": 0,
     "core.backends": 0,
     "core.local_models": 0,
+    "core.registries": 0,
     "core.declared": 0,
     "core.progress": 0,
     "core.data": 1,

@@ -101,5 +101,5 @@ def _index_job(model: str, registry: str, data_dir: str, cache_dir: str, _settin
 
 def index_job(settings: Settings) -> IndexJob:
     """Start (once) or find the index build for these settings. Raises DataNotFoundError without data."""
-    data_dir = settings.data_dir()
+    data_dir = settings.registry_dir()
     return _index_job(settings.embedding_model, settings.registry, str(data_dir), str(settings.cache_dir), settings)

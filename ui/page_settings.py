@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.settings import REGISTRIES, Settings
+from core.registries import REGISTRIES
+from core.settings import Settings
 
 
 def base_settings() -> Settings:

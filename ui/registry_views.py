@@ -69,4 +69,4 @@ def _registry_frame(data_dir: str, registry: str, _settings: Settings) -> pd.Dat
 def registry_frame(settings: Settings) -> pd.DataFrame:
     """The registry as a table with a lowercase search column and each API's registry row, described APIs
     first; raises DataNotFoundError without data."""
-    return _registry_frame(str(settings.data_dir()), settings.registry, settings)
+    return _registry_frame(str(settings.registry_dir()), settings.registry, settings)

@@ -92,10 +92,10 @@ def commit() -> str:
 
 
 @st.cache_resource(show_spinner=False)
-def _reader(url: str, cache_dir: Path) -> ResultsReader:
+def _reader(url: str, cache_dir: Path, registry: str) -> ResultsReader:
     from core.analysis.reader import ResultsReader  # pandas: imported by the first page that reads a table
 
-    return ResultsReader(url, cache_dir)
+    return ResultsReader(url, cache_dir, registry)
 
 
 @st.cache_resource(show_spinner=False)
@@ -107,7 +107,7 @@ def results(settings: Settings) -> ResultsReader:
     """The results database's reader, one per server: pages call its table methods directly. Each is
     cached per set of complete runs and hands back a copy, so a benchmark that finishes a run shows up
     on the next page load without a restart; the tables are also kept in CACHE_DIR for the next server."""
-    return _reader(settings.results_url, settings.cache_dir)
+    return _reader(settings.results_url, settings.cache_dir, settings.registry)
 
 
 def db_version(settings: Settings) -> tuple[int, ...]:

@@ -20,6 +20,7 @@ from core.analysis import stored_rows
 from core.analysis.run_selection import of_system, planner_sample, select_runs, system_keys
 from core.analysis.store_summary import StoreSummary
 from core.analysis.table_schemas import RUNS_TABLE
+from core.registries import DEFAULT_REGISTRY
 from core.store.dburl import shown
 from core.store.schema_check import SCHEMA_VERSION
 from core.store.store import store_fingerprint
@@ -46,12 +47,22 @@ def read_cached(method: Method) -> Method:
     return wrapper  # type: ignore[return-value]
 
 
+def _default_registry(runs: pd.DataFrame) -> str:
+    if runs.empty or (runs["registry_name"] == DEFAULT_REGISTRY).any():
+        return DEFAULT_REGISTRY
+    return str(runs.sort_values("id")["registry_name"].iloc[-1])
+
+
 class RunReader(StoreSummary):
     """One results database's runs, read-only, and the selected runs' rows, cached."""
 
-    def __init__(self, url: str, cache_dir: Path | None = None) -> None:
-        """`cache_dir`: where tables are kept between processes (core.analysis.disk_memo); None keeps none."""
+    def __init__(self, url: str, cache_dir: Path | None = None, registry: str | None = None) -> None:
+        """`cache_dir`: where tables are kept between processes (core.analysis.disk_memo); None keeps none.
+        `registry`: the registry whose runs every table is computed from (core.registries): a store may hold the
+        study on several, and runs of two registries are never mixed in one table. None: the default registry
+        when the store has runs of it, else the registry of its latest run (a store of one registry reads whole)."""
         super().__init__(url, cache_dir)
+        self.registry = registry
         self._signature: tuple | None = None
         self._cache: dict[tuple, Any] = {}
         self._fingerprint: tuple | None = None
@@ -70,6 +81,7 @@ class RunReader(StoreSummary):
                 if fingerprint == self._fingerprint:
                     return self._runs
             frame = stored_rows.load_runs(conn)
+        frame = frame[frame["registry_name"] == (self.registry or _default_registry(frame))]
         complete = tuple(frame.loc[frame["status"] == "complete", "id"].tolist())
         with self._lock:
             if complete != self._complete:
@@ -88,7 +100,7 @@ class RunReader(StoreSummary):
             runs = self._runs
         created = stored_rows.created_at(self._check()[0])
         done = runs[runs["status"] == "complete"]
-        signature = (shown(self.url), iso_time(created), tuple(zip(done["id"].astype(int),
+        signature = (shown(self.url), self.registry, iso_time(created), tuple(zip(done["id"].astype(int),
                                                                    done["finished_at"].map(iso_time),
                                                                    done["n_results"].astype(int),
                                                                    done["failed_rows"].astype(int))))

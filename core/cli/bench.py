@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
 from core.backends import BACKENDS
 from core.cli.common import add_common, k_value, k_values, validate_results_url
-from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, PAPER_SUBSETS
+from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, PAPER_SUBSETS, subset_order
 from core.settings import Settings
 from core.study import catalog
-from core.study.catalog import Param, Study, parse_subsets, within
+from core.study.catalog import Param, Study, chosen_subsets, parse_subsets, within
 
 
 def _studies_of(name: str) -> tuple[Study, ...]:
@@ -36,8 +37,8 @@ def _params_of(studies: tuple[Study, ...]) -> dict[str, Param]:
 
 
 def _add_bench_flags(p: argparse.ArgumentParser, studies: tuple[Study, ...]) -> None:
-    p.add_argument("--subsets", type=parse_subsets, default=list(PAPER_SUBSETS),
-                   help=f"comma list or 'all' (default: {','.join(PAPER_SUBSETS)})")
+    p.add_argument("--subsets", type=parse_subsets,
+                   help=f"comma list or 'all' (default: {','.join(PAPER_SUBSETS)} on ToolBench, every subset elsewhere)")
     p.add_argument("--limit", type=within("limit"), help="first N queries of each subset only (smoke tests)")
     p.add_argument("--resume", action="store_true",
                    help="continue unfinished runs of the same configuration and skip finished ones (a run "
@@ -71,11 +72,13 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     studies = _studies_of(args.study)
     url = args.db or settings.results_url
     validate_results_url(url, writer=True)
-    queries = [q for subset in args.subsets for q in queries_for(settings, subset)[: args.limit]]
+    subsets = chosen_subsets(args.subsets, subset_order({q.subset for q in queries_for(settings)}),
+                             settings.registry_declared.is_toolbench)
+    queries = [q for subset in subsets for q in queries_for(settings, subset)[: args.limit]]
     store = Store(url)  # before the index: a database that cannot be opened is refused in a second
     try:
         retriever, info = retriever_for(settings)
-        config = {"limit": args.limit, "use_cache": not args.no_cache, "subsets": args.subsets,
+        config = {"limit": args.limit, "use_cache": not args.no_cache, "subsets": subsets,
                   "encoder_runtime": info.runtime, "index": info.index, "temperature": 0.0, **llm_provenance(settings)}
         context = BenchContext(store, memoised(retriever), queries, settings, git_commit(), config, resume=args.resume,
                                progress=not args.no_progress, use_cache=not args.no_cache)
@@ -106,7 +109,8 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     url = args.db or settings.results_url
     validate_results_url(url, writer=False)
     try:
-        reader = ResultsReader(url)
+        # --registry, else REGISTRY; neither: the store's default (RunReader), so a store of one registry reads whole
+        reader = ResultsReader(url, registry=args.registry or os.environ.get("REGISTRY") or None)
         if not reader.available():
             print(f"error: {reader.status()['error'] or 'no complete run stored yet'}", file=sys.stderr)
             return 1
@@ -150,5 +154,5 @@ def register(subparsers: argparse._SubParsersAction, handlers: dict) -> None:
     r.add_argument("--backend", dest="report_backend", choices=BACKENDS,
                    help="report this backend's latest study (default: the latest of any)")
     r.add_argument("--db", help="results database URL (default: DATABASE_URL, else data/results.sqlite)")
-    r.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_common(r)
     handlers["report"] = cmd_report

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, NoReturn
 from core.progress import progress_callback
 from core.backends import BACKENDS
 from core.retrieval.discovery import QueryError, check_k
-from core.settings import BOUNDS, REGISTRIES, Settings, folder_problem
+from core.registries import REGISTRY_LIST, REGISTRIES
+from core.settings import BOUNDS, Settings, folder_problem
 from core.study.catalog import parse_ks
 from core.store.dburl import DatabaseUnavailable, normalise, shown
 
@@ -118,7 +119,8 @@ def sqlite_damage(path: Path) -> str | None:
 
 
 def add_common(parser: argparse.ArgumentParser, backend: bool = False) -> None:
-    parser.add_argument("--registry", choices=REGISTRIES, help="registry: full (~47k, default) or documented (4,940)")
+    parser.add_argument("--registry", choices=REGISTRIES,
+                        help="registry: " + "; ".join(f"{r.name} ({r.caption})" for r in REGISTRY_LIST))
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     if backend:
         parser.add_argument("--backend", choices=BACKENDS, help="LLM backend (default: LLM_BACKEND or offline)")

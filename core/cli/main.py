@@ -18,7 +18,7 @@ from core.cli.index_scale import register as register_index_scale
 from core.cli.db import register as register_db
 from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_value, k_values, notice, retriever_for,
                              settings_for)
-from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, SUBSETS
+from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, SUBSETS, subset_order
 from core.progress import progress_callback
 from core.retrieval.discovery import QueryError, clean_query
 from core.settings import BOUNDS, DataNotFoundError, Settings, check_cache_dir, redact
@@ -102,9 +102,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from core.data.loaders import queries_for
     from core.study.evaluate import evaluate_subset
 
-    queries_for(settings, args.subset)  # an unknown subset is refused before the index loads
+    subset = args.subset or subset_order({q.subset for q in queries_for(settings)})[0]
+    queries_for(settings, subset)  # an unknown subset is refused before the index loads
     retriever, info = retriever_for(settings)
-    rows = evaluate_subset(settings, retriever, args.arch, args.subset, args.gold, args.k,
+    rows = evaluate_subset(settings, retriever, args.arch, subset, args.gold, args.k,
                            use_cache=not args.no_cache)
     if args.json:
         print(json.dumps(rows if len(rows) > 1 else rows[0]))
@@ -243,10 +244,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     handlers["query"] = cmd_query
 
     p = sub.add_parser("eval", help="recall/precision@k of one architecture on one subset",
-                       description="Score an architecture on a ToolBench test subset; one JSON object per k.")
+                       description="Score an architecture on a test subset of the registry's queries; one JSON object per k.")
     p.add_argument("--arch", choices=ARCHS, default="rtp",
                    help="hybrid: PtR's stubs plus the raw query, merged by best similarity (beyond the paper)")
-    p.add_argument("--subset", default="G1_instruction", help=f"one of {', '.join(SUBSETS)}")
+    p.add_argument("--subset", help=f"a subset of the registry's queries (ToolBench: one of {', '.join(SUBSETS)}; "
+                                    "default: its first)")
     p.add_argument("--gold", choices=GOLD_DEFINITIONS, default=DEFAULT_GOLD.name,
                    help="gold definition: api_list (default; reproduces the paper) or relevant (ToolBench's)")
     p.add_argument("--k", type=k_values, default=[5],

@@ -1,31 +1,56 @@
-"""The registry and the test queries for a Settings, each loaded once per process."""
+"""The registry and the test queries for a Settings, each loaded once per process, whatever the registry.
+
+ToolBench's two registries are read from its data folder (through the columnar cache: 47k APIs); the others from
+their folder under data/registries/ with their declared source (core.data.sources) and query set
+(core.data.query_sets), a few thousand APIs that parse in a fraction of a second.
+"""
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
 
+from core.data.query_sets import QuerySet, read_query_set
 from core.data.registry import Registry
 from core.data.registry_cache import load_registry_cached
+from core.data.sources import source
 from core.data.toolbench import Query, load_queries
+from core.registries import registry_decl
 from core.settings import Settings
 
 
 @lru_cache(maxsize=4)
 def _registry(data_dir: str, which: str, cache_dir: str) -> Registry:
-    return Registry(which, tuple(load_registry_cached(Path(data_dir), which, Path(cache_dir))))
+    declared = registry_decl(which)
+    if declared.is_toolbench:
+        return Registry(which, tuple(load_registry_cached(Path(data_dir), which, Path(cache_dir))))
+    return Registry(which, tuple(source(declared.source).read(Path(data_dir) / declared.tools, which)))
 
 
 @lru_cache(maxsize=2)
-def _queries(data_dir: str) -> tuple[Query, ...]:
+def _toolbench_queries(data_dir: str) -> tuple[Query, ...]:
     return tuple(load_queries(Path(data_dir)))
 
 
+@lru_cache(maxsize=4)
+def _query_set(data_dir: str, which: str, cache_dir: str) -> QuerySet:
+    registry = _registry(data_dir, which, cache_dir)
+    return read_query_set(Path(data_dir) / registry_decl(which).queries, registry.apis)
+
+
 def registry_for(settings: Settings) -> Registry:
-    return _registry(str(settings.data_dir()), settings.registry, str(settings.cache_dir))
+    return _registry(str(settings.registry_dir()), settings.registry, str(settings.cache_dir))
+
+
+def query_set_for(settings: Settings) -> QuerySet | None:
+    """The chosen registry's query set with what its gold names did; None for ToolBench's (its gold is keys)."""
+    if settings.registry_declared.is_toolbench:
+        return None
+    return _query_set(str(settings.registry_dir()), settings.registry, str(settings.cache_dir))
 
 
 def queries_for(settings: Settings, subset: str | None = None) -> list[Query]:
-    queries = _queries(str(settings.data_dir()))
+    chosen_set = query_set_for(settings)
+    queries = _toolbench_queries(str(settings.data_dir())) if chosen_set is None else chosen_set.queries
     if subset is None:
         return list(queries)
     chosen = [q for q in queries if q.subset == subset]

@@ -63,9 +63,14 @@ def gold_definition(name: str) -> Gold:
 
 
 def subset_order(subsets: object) -> list[str]:
-    """Known subsets in the study's order (G1 → G3), then any others alphabetically."""
+    """Known subsets in the study's order (G1 → G3), then any others alphabetically, each single before multi."""
     present = set(subsets)  # type: ignore[arg-type]
-    return [s for s in SUBSETS if s in present] + sorted(present - set(SUBSETS))
+    return [s for s in SUBSETS if s in present] + sorted(present - set(SUBSETS), key=_single_first)
+
+
+def _single_first(subset: str) -> tuple[str, int]:
+    stem = subset.removesuffix("single").removesuffix("multi")
+    return stem, 0 if subset.endswith("single") else 1 if subset.endswith("multi") else 2
 
 
 def display_name(tool: str, api: str) -> str:
@@ -95,17 +100,35 @@ class NamedApi:
 
 
 @dataclass(frozen=True)
+class Param:
+    """One input of an API, as its registry declares it (an OpenAPI parameter, a JSON-schema property)."""
+
+    name: str
+    description: str = ""
+    type: str = ""
+    required: bool = False
+
+
+@dataclass(frozen=True)
 class Api(NamedApi):
     tool_name: str
     api_name: str
     category: str = ""
     description: str = ""
     doc_source: str = "full"
+    parameters: tuple[Param, ...] = ()  # ToolBench's compact files keep none
+    source: str = "toolbench"           # the registry source that read it (core.data.sources)
+    aliases: tuple[str, ...] = ()       # other names a gold list may use: an OpenAPI operation's "METHOD /path"
 
     @property
     def document(self) -> str:
-        """The exact text that is embedded: "{tool_name}/{api_name}: {description}"."""
-        return f"{self.tool_name}/{self.api_name}: {self.description}"
+        """The exact text that is embedded: "{tool_name}/{api_name}: {description}", then its parameters' names and
+        descriptions when it has any (so every ToolBench document is unchanged)."""
+        head = f"{self.tool_name}/{self.api_name}: {self.description}"
+        if not self.parameters:
+            return head
+        params = "; ".join(f"{p.name}: {p.description}" if p.description else p.name for p in self.parameters)
+        return f"{head} Parameters: {params}"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.data.toolbench import SUBSETS
+from core.data.toolbench import PAPER_SUBSETS
 from core.declared import declared_function
 from core.settings import BOUNDS
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 MAIN_K = 5
 DEFAULT_RUNS = 4
 KSWEEP_KS = (1, 3, 5, 10, 20)
+ALL_SUBSETS = "all"  # --subsets all: every subset of the registry's queries
 # None: the whole registry. Sizes above it are the distractors study's (the real registry plus synthetic vectors).
 SCALING_SIZES: tuple[int | None, ...] = (1000, 2000, 5000, 10000, 20000, None, 100_000, 200_000, 500_000, 1_000_000)
 SCALING_SEEDS = 5
@@ -65,14 +66,27 @@ def parse_ks(text: str) -> list[int]:
 
 
 def parse_subsets(text: str) -> list[str]:
+    """--subsets as given: ["all"] or the names, each once; which names exist depends on the registry's queries,
+    so chosen_subsets checks them once the settings are known."""
     if text.strip().lower() == "all":
-        return list(SUBSETS)
+        return [ALL_SUBSETS]
     chosen = [s.strip() for s in text.split(",") if s.strip()]
-    unknown = [s for s in chosen if s not in SUBSETS]
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f"--subsets takes 'all' or a comma list of {', '.join(SUBSETS)}; "
-                                         f"unknown: {', '.join(unknown) or '(none given)'}")
+    if not chosen:
+        raise argparse.ArgumentTypeError("--subsets takes 'all' or a comma list of subsets; (none given)")
     return list(dict.fromkeys(chosen))
+
+
+def chosen_subsets(given: list[str] | None, known: list[str], toolbench: bool) -> list[str]:
+    """The subsets a bench runs: `given` (parse_subsets) checked against the registry's `known` ones (in study
+    order); by default the paper's three on ToolBench, every subset elsewhere."""
+    if given is None:
+        return list(PAPER_SUBSETS) if toolbench else known
+    if given == [ALL_SUBSETS]:
+        return known
+    unknown = [s for s in given if s not in known]
+    if unknown:
+        raise ValueError(f"--subsets takes 'all' or a comma list of {', '.join(known)}; unknown: {', '.join(unknown)}")
+    return given
 
 
 def parse_sizes(text: str) -> list[int | None]:
