@@ -16,6 +16,7 @@ from core.retrieval.archs import ARCHS, arch
 from core.cli.bench import register as register_bench
 from core.cli.index_scale import register as register_index_scale
 from core.cli.db import register as register_db
+from core.cli.coupling import register as register_coupling
 from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_value, k_values, notice, retriever_for,
                              settings_for)
 from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, SUBSETS, subset_order
@@ -290,11 +291,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     register_bench(sub, handlers)
     register_index_scale(sub, handlers)
     register_db(sub, handlers)
+    register_coupling(sub, handlers)
     return parser, handlers
 
 
 # The commands that write to CACHE_DIR (report, db and pack read and write only the results store).
-CACHE_WRITERS = frozenset({"bench", "index", "index-scale", "query", "eval", "perf", "llm"})
+CACHE_WRITERS = frozenset({"bench", "index", "index-scale", "query", "eval", "perf", "llm", "coupling"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
