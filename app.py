@@ -12,7 +12,7 @@ import threading
 import streamlit as st
 
 from core.data.toolbench import GOLD_DEFINITIONS, GOLD_LIST
-from core.registries import REGISTRIES, registry_decl
+from core.registries import registries
 from core.settings import BOUNDS, DataNotFoundError, check_cache_dir
 from ui.index_job import index_job
 from ui.page_settings import LATEST_STUDY, base_settings, current_settings
@@ -91,8 +91,10 @@ except ValueError as exc:  # a bad REGISTRY or LLM_BACKEND value, a CACHE_DIR th
 # Every choice here is bound to the URL (?registry=, ?gold=, ?k_default=; absent = the default), so a
 # reloaded or shared link shows the same numbers; the pages bind their own pickers the same way.
 with st.sidebar:
-    st.radio("Registry", REGISTRIES, key="registry", index=REGISTRIES.index(settings.registry),
-             captions=[registry_decl(r).caption for r in REGISTRIES], bind="query-params",
+    known = registries(settings.root)  # the shipped ones, then the team's imported ones
+    names = [r.name for r in known]
+    st.radio("Registry", names, key="registry", index=names.index(settings.registry),
+             captions=[r.caption for r in known], bind="query-params",
              help="Which API registry the live index searches. Results pages show what the benchmark stored.")
     st.radio("Gold APIs", GOLD_DEFINITIONS, key="gold", captions=[g.caption for g in GOLD_LIST], bind="query-params",
              help="api_list: the APIs a query was generated from (close to the paper's ground truth). "

@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.analysis.headlines import crossover_lines
 from core.analysis.reader import ResultsReader
+from core.analysis.registry_gains import registry_gains
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
 from core.store.dburl import shown
@@ -40,6 +41,18 @@ if results_ready(settings):
                         width="stretch")
         st.caption("Every backend and model in its latest stored study, each as its own series (line style), and the "
                    "paper's. Results → Leaderboard has the intervals and the precision view.")
+
+    st.subheader("Across registries")
+    st.caption("Does the crossover hold beyond ToolBench? PtR − RtP recall@5 on each registry's single- and "
+               "multi-tool queries, paired query by query, with bootstrap 95% intervals, for the offline heuristic "
+               "(the one system stored on every registry so far). The paper's ToolBench figures: G1 −0.083, "
+               "G2 +0.045, G3 +0.012 (Gemini 2.5 Flash, gte-base). `python -m core coupling` sets it against "
+               "Intent-Registry Coupling.")
+    st.plotly_chart(db_figure(settings, ("registry_gains", gold, "offline"),
+                              lambda: figures.registry_gains(registry_gains(settings.results_url, "offline", gold=gold,
+                                                                            cache_dir=settings.cache_dir), "offline"),
+                              {"llm_backend": "offline", "embedding_model": "all-MiniLM-L6-v2", "gold": gold, "k": 5}),
+                    width="stretch")
 
     st.subheader("Leaderboard")
     st.caption("Every backend's latest stored study beside the paper: the Results page has the same table and the "

@@ -166,7 +166,7 @@ class Settings:
         backend = merged.get("LLM_BACKEND", "").strip().lower()
         if not backend:
             backend = "gemini" if gemini_key else "offline"
-        registry = registry_decl(merged.get("REGISTRY", "full").strip().lower()).name
+        registry = registry_decl(merged.get("REGISTRY", "full").strip().lower(), root).name
         declared = backend_named(backend)
         runtime = merged.get("ENCODER_RUNTIME", "auto").strip().lower()
         if runtime not in ENCODER_RUNTIMES:
@@ -225,16 +225,16 @@ class Settings:
 
     @property
     def registry_declared(self) -> RegistryDecl:
-        return registry_decl(self.registry)
+        return registry_decl(self.registry, self.root)
 
     def registry_dir(self) -> Path:
         """The folder of the chosen registry's files: the ToolBench data folder (data_dir) for ToolBench's,
-        data/registries/<folder>/ for the others; DataNotFoundError when it is missing."""
+        data/<folder>/ for the others; DataNotFoundError when it is missing."""
         declared = self.registry_declared
         if declared.folder is None:
             return self.data_dir()
-        path = self.root / "data" / "registries" / declared.folder
-        if not (path / declared.tools).is_file():
+        path = self.root / "data" / declared.folder
+        if not (path / declared.tools).exists():
             raise DataNotFoundError(f"No {declared.benchmark} registry at {path / declared.tools}; restore it with "
                                     "git checkout data/registries, or rebuild it: python -m core.data.benchmarks.build "
                                     "data/registries")

@@ -131,3 +131,23 @@ def test_the_cli_takes_any_registry(capsys: pytest.CaptureFixture[str], monkeypa
 
 def test_the_committed_toolbench_data_is_still_what_full_reads() -> None:
     assert Settings.from_env(env={}).registry_dir() == PROJECT_ROOT / "data" / "toolbench"
+
+
+def test_registry_gains_pair_each_registrys_queries_by_kind(tmp_path: Path) -> None:
+    from core.analysis.registry_gains import kind_of, registry_gains
+
+    url = f"sqlite:///{tmp_path / 'gains.sqlite'}"
+    store = Store(url)
+    queries = make_queries()
+    for name in ("full", "sealtools"):
+        run_main(bench_context(store, _small(name), queries, commit="x"), runs=1, k=5, concurrency=1,
+                 agents_for=fake_agents())
+    store.close()
+    gains = registry_gains(url, system="fake")
+    assert list(gains["registry"]) == ["full", "full", "sealtools", "sealtools"]
+    per_query = ResultsReader(url, registry="full").per_query(None, "api_list", 5, "fake")
+    multi = per_query[per_query["subset"].map(kind_of) == "multi"]
+    row = gains[(gains["registry"] == "full") & (gains["kind"] == "multi")].iloc[0]
+    assert row["n"] == len(multi) and row["mean_diff"] == pytest.approx(multi["recall_diff"].mean())
+    assert row["diff_low"] <= row["mean_diff"] <= row["diff_high"]
+    assert (kind_of("G1_tool"), kind_of("G3_instruction"), kind_of("out_domain_single")) == ("single", "multi", "single")

@@ -508,3 +508,25 @@ def model_size(table: pd.DataFrame, k: int = 5) -> go.Figure:
     fig = _layout(fig, title, 500)
     fig.update_layout(margin={"b": 190}, legend_y=1.12)  # above the panel titles
     return fig
+
+
+def registry_gains(table: pd.DataFrame, system: str, k: int = 5) -> go.Figure:
+    """PtR - RtP recall@k per registry, single- and multi-tool queries side by side, with paired 95% intervals
+    (core.analysis.registry_gains): above zero, PtR found more of the gold."""
+    title = f"PtR − RtP recall@{k} per registry ({plot_text(system, 40)})"
+    if table.empty:
+        return empty(title, "No main study stored on any registry for this system: run `make results-registries`.")
+    fig = go.Figure()
+    for kind, colour in (("single", ARCH_COLORS["rtp"]), ("multi", ARCH_COLORS["ptr"])):
+        part = table[table["kind"] == kind]
+        fig.add_trace(go.Bar(
+            x=part["benchmark"] + " · " + part["registry"], y=part["mean_diff"], name=f"{kind}-tool queries",
+            marker_color=colour, customdata=part[["n", "diff_low", "diff_high"]].to_numpy(),
+            error_y={"type": "data", "array": (part["diff_high"] - part["mean_diff"]).tolist(),
+                     "arrayminus": (part["mean_diff"] - part["diff_low"]).tolist()},
+            hovertemplate="%{x} " + kind + ": %{y:+.3f} [%{customdata[1]:+.3f}, %{customdata[2]:+.3f}], "
+                          "n %{customdata[0]}<extra></extra>"))
+    fig.add_hline(y=0, line={"color": "#888", "width": 1})
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text=f"PtR − RtP recall@{k}", zeroline=False)
+    return _layout(fig, title)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.registries import REGISTRIES
+from core.registries import registries
 from core.settings import Settings
 
 
@@ -17,7 +17,7 @@ def current_settings() -> Settings:
     settings = base_settings()
     # Before the sidebar's widget exists in a session (app.py starts the index first), the URL has the choice.
     registry = st.session_state.get("registry") or st.query_params.get("registry") or settings.registry
-    if registry not in REGISTRIES:
+    if registry not in {r.name for r in registries(settings.root)}:
         registry = settings.registry
     return settings if registry == settings.registry else settings.with_(registry=registry)
 

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, NoReturn
 from core.progress import progress_callback
 from core.backends import BACKENDS
 from core.retrieval.discovery import QueryError, check_k
-from core.registries import REGISTRY_LIST, REGISTRIES
+from core.registries import REGISTRY_LIST
 from core.settings import BOUNDS, Settings, folder_problem
 from core.study.catalog import parse_ks
 from core.store.dburl import DatabaseUnavailable, normalise, shown
 
 if TYPE_CHECKING:
+    from core.data.registry import Registry
     from core.retrieval.assemble import IndexInfo
     from core.retrieval.discovery import Retriever
 
@@ -119,8 +120,8 @@ def sqlite_damage(path: Path) -> str | None:
 
 
 def add_common(parser: argparse.ArgumentParser, backend: bool = False) -> None:
-    parser.add_argument("--registry", choices=REGISTRIES,
-                        help="registry: " + "; ".join(f"{r.name} ({r.caption})" for r in REGISTRY_LIST))
+    parser.add_argument("--registry", help="registry: " + "; ".join(f"{r.name} ({r.caption})" for r in REGISTRY_LIST)
+                        + "; or one imported with `registry add` (registry list)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     if backend:
         parser.add_argument("--backend", choices=BACKENDS, help="LLM backend (default: LLM_BACKEND or offline)")
@@ -141,14 +142,15 @@ def notice(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-def retriever_for(settings: Settings, use_artifact: bool = True) -> tuple[Retriever, IndexInfo]:
-    """The configured retriever, with an embedding progress bar; imported here, as FAISS is slow to import.
-    A CACHE_DIR that cannot be a folder is refused first (a read-only one only costs speed)."""
+def retriever_for(settings: Settings, use_artifact: bool = True,
+                  registry: Registry | None = None) -> tuple[Retriever, IndexInfo]:
+    """The configured retriever (or one over `registry`), with an embedding progress bar; imported here, as FAISS
+    is slow to import. A CACHE_DIR that cannot be a folder is refused first (a read-only one only costs speed)."""
     from core.retrieval.assemble import build_retriever
 
     problem = folder_problem(settings.cache_dir, writable=False)
     if problem:
         raise UsageError(f"CACHE_DIR {settings.cache_dir} {problem}; set CACHE_DIR to a folder")
 
-    return build_retriever(settings, progress=progress_callback("embedding registry"), notify=notice,
-                           use_artifact=use_artifact)
+    return build_retriever(settings, registry=registry, progress=progress_callback("embedding registry"),
+                           notify=notice, use_artifact=use_artifact)

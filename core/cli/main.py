@@ -17,6 +17,7 @@ from core.cli.bench import register as register_bench
 from core.cli.index_scale import register as register_index_scale
 from core.cli.db import register as register_db
 from core.cli.coupling import register as register_coupling
+from core.cli.registry import register as register_registry
 from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_value, k_values, notice, retriever_for,
                              settings_for)
 from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, SUBSETS, subset_order
@@ -292,11 +293,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     register_index_scale(sub, handlers)
     register_db(sub, handlers)
     register_coupling(sub, handlers)
+    register_registry(sub, handlers)
     return parser, handlers
 
 
 # The commands that write to CACHE_DIR (report, db and pack read and write only the results store).
-CACHE_WRITERS = frozenset({"bench", "index", "index-scale", "query", "eval", "perf", "llm", "coupling"})
+CACHE_WRITERS = frozenset({"bench", "index", "index-scale", "query", "eval", "perf", "llm", "coupling", "registry"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,16 +14,15 @@ from core.data.registry import Registry
 from core.data.registry_cache import load_registry_cached
 from core.data.sources import source
 from core.data.toolbench import Query, load_queries
-from core.registries import registry_decl
+from core.registries import RegistryDecl
 from core.settings import Settings
 
 
 @lru_cache(maxsize=4)
-def _registry(data_dir: str, which: str, cache_dir: str) -> Registry:
-    declared = registry_decl(which)
+def _registry(data_dir: str, declared: RegistryDecl, cache_dir: str) -> Registry:
     if declared.is_toolbench:
-        return Registry(which, tuple(load_registry_cached(Path(data_dir), which, Path(cache_dir))))
-    return Registry(which, tuple(source(declared.source).read(Path(data_dir) / declared.tools, which)))
+        return Registry(declared.name, tuple(load_registry_cached(Path(data_dir), declared.name, Path(cache_dir))))
+    return Registry(declared.name, tuple(source(declared.source).read(Path(data_dir) / declared.tools, declared.name)))
 
 
 @lru_cache(maxsize=2)
@@ -32,20 +31,22 @@ def _toolbench_queries(data_dir: str) -> tuple[Query, ...]:
 
 
 @lru_cache(maxsize=4)
-def _query_set(data_dir: str, which: str, cache_dir: str) -> QuerySet:
-    registry = _registry(data_dir, which, cache_dir)
-    return read_query_set(Path(data_dir) / registry_decl(which).queries, registry.apis)
+def _query_set(data_dir: str, declared: RegistryDecl, cache_dir: str) -> QuerySet:
+    if not declared.queries:  # a registry imported without queries: searchable, nothing to score
+        return QuerySet((), (), 0, ())
+    registry = _registry(data_dir, declared, cache_dir)
+    return read_query_set(Path(data_dir) / declared.queries, registry.apis)
 
 
 def registry_for(settings: Settings) -> Registry:
-    return _registry(str(settings.registry_dir()), settings.registry, str(settings.cache_dir))
+    return _registry(str(settings.registry_dir()), settings.registry_declared, str(settings.cache_dir))
 
 
 def query_set_for(settings: Settings) -> QuerySet | None:
     """The chosen registry's query set with what its gold names did; None for ToolBench's (its gold is keys)."""
     if settings.registry_declared.is_toolbench:
         return None
-    return _query_set(str(settings.registry_dir()), settings.registry, str(settings.cache_dir))
+    return _query_set(str(settings.registry_dir()), settings.registry_declared, str(settings.cache_dir))
 
 
 def queries_for(settings: Settings, subset: str | None = None) -> list[Query]:
