@@ -1,18 +1,21 @@
 """Registry: search the APIs by words or by meaning, see the categories, and draw a query's neighbourhood on a map.
 
 Every control is bound to the URL (?reg_tab=, ?reg_search=, ?reg_mode=, ?reg_doc=, ?reg_cat=, ?q=), so a search
-is a link.
+is a link. The Import tab turns an uploaded spec or tool list into a registry of its own (ui.registry_import).
 """
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from core.data.loaders import query_set_for
+from core.data.query_sets import summary
 from core.data.registry import UNKNOWN_CATEGORY
 from core.retrieval.discovery import QueryError, clean_query
 from core.settings import DataNotFoundError
 from ui import figures, tables
 from ui.page_settings import current_settings
+from ui.registry_import import import_form, registry_facts
 from ui.registry_views import map_overlay, registry_frame, registry_map
 from ui.resources import inspect_live
 from ui.safe import md
@@ -25,11 +28,16 @@ MODES = {"words": "substring", "meaning": "the index, as RtP ranks"}
 
 settings = current_settings()
 st.title("Registry")
+st.markdown(registry_facts(settings))
 try:
     frame = registry_frame(settings)
+    query_set = query_set_for(settings)
 except DataNotFoundError as exc:
     error(exc)
     st.stop()
+if query_set is not None:
+    with st.expander(f"Its {len(query_set.queries):,} test queries and their gold names"):
+        st.code(summary(query_set), language=None)
 
 
 def search_tab() -> None:
@@ -79,8 +87,8 @@ def categories_tab() -> None:
 
 
 # Only the open tab runs (?reg_tab= names it), so a first visit does not also build the other tab's chart.
-for tab, render in zip(st.tabs(["Search", "Categories"], key="reg_tab", bind="query-params"),
-                       (search_tab, categories_tab)):
+for tab, render in zip(st.tabs(["Search", "Categories", "Import"], key="reg_tab", bind="query-params"),
+                       (search_tab, categories_tab, lambda: import_form(settings))):
     if tab.open:
         with tab:
             render()
