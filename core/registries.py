@@ -26,15 +26,21 @@ class RegistryDecl:
     tools: str = ""          # the tools file (or folder) inside `folder`
     queries: str = "queries.jsonl"  # the query set inside `folder` (core.data.query_sets' format); "": none
     imported: bool = False   # a team's own (data/imported/): `registry remove` may delete it
+    study: str | None = None  # the registry whose stored study the result pages show (None: its own)
 
     @property
     def is_toolbench(self) -> bool:
         return self.folder is None
 
+    @property
+    def study_registry(self) -> str:
+        return self.study or self.name
+
 
 REGISTRY_LIST = (
     RegistryDecl("full", "ToolBench", "toolbench", "ToolBench, ~47k APIs: the paper's scale"),
-    RegistryDecl("documented", "ToolBench", "toolbench", "ToolBench, 4,940 documented APIs"),
+    RegistryDecl("documented", "ToolBench", "toolbench", "ToolBench, 4,940 documented APIs",
+                 study="full"),  # the study runs on the paper-scale registry; its live index is the smaller one
     RegistryDecl("sealtools", "Seal-Tools", "jsonl", "Seal-Tools, 4,076 synthetic APIs: queries close to the docs",
                  folder="registries/sealtools", tools="tools.jsonl.gz"),
     RegistryDecl("livemcpbench", "LiveMCPBench", "mcp", "LiveMCPBench, 527 tools of 70 real MCP servers",

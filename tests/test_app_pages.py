@@ -80,7 +80,9 @@ def test_overview_shows_explanation_chart_status_and_offline_banner(app_env, ind
     no_exception(at)
     assert at.title[0].value == "Tool Discovery Lab"
     assert any("offline heuristic, not an LLM" in w for w in texts(at, "warning"))
-    assert len(at.get("plotly_chart")) == 2  # the crossover and the model-size answer
+    assert len(at.get("plotly_chart")) == 3  # the crossover, PtR - RtP per registry and the model-size answer
+    registries = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]["x"]
+    assert registries == ["ToolBench · full"]  # PtR - RtP per registry: the only one this store holds
     status = at.dataframe[-1].value.set_index("")["status"]
     assert status["Registry"] == f"full · {len(APIS)} APIs" and "offline heuristic" in status["LLM backend"]
     assert re.match(r"\d+ complete runs \(.*main \d+", status["Results"])

@@ -107,7 +107,7 @@ def results(settings: Settings) -> ResultsReader:
     """The results database's reader, one per server: pages call its table methods directly. Each is
     cached per set of complete runs and hands back a copy, so a benchmark that finishes a run shows up
     on the next page load without a restart; the tables are also kept in CACHE_DIR for the next server."""
-    return _reader(settings.results_url, settings.cache_dir, settings.registry)
+    return _reader(settings.results_url, settings.cache_dir, settings.registry_declared.study_registry)
 
 
 def db_version(settings: Settings) -> tuple[int, ...]:

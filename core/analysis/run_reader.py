@@ -80,9 +80,9 @@ class RunReader(StoreSummary):
             with self._lock:
                 if fingerprint == self._fingerprint:
                     return self._runs
-            frame = stored_rows.load_runs(conn)
-        frame = frame[frame["registry_name"] == (self.registry or _default_registry(frame))]
-        complete = tuple(frame.loc[frame["status"] == "complete", "id"].tolist())
+            every = stored_rows.load_runs(conn)
+        frame = every[every["registry_name"] == (self.registry or _default_registry(every))]
+        complete = tuple(every.loc[every["status"] == "complete", "id"].tolist())  # any registry's: a cache key
         with self._lock:
             if complete != self._complete:
                 self._cache.clear()
@@ -147,10 +147,12 @@ class RunReader(StoreSummary):
         return bool((runs["status"] == "complete").any())
 
     def complete_run_ids(self) -> tuple[int, ...]:
-        """The complete runs' ids, re-read when the store changed: what every table is computed from, so a
-        cache keyed on them (the app's charts on PostgreSQL, which has no file to stat) is fresh."""
-        runs = self._runs_frame()
-        return tuple(int(i) for i in runs.loc[runs["status"] == "complete", "id"])
+        """The complete runs' ids in the whole store (every registry's: the Overview compares registries), re-read
+        when the store changed, so a cache keyed on them (the app's charts on PostgreSQL, which has no file to
+        stat) is fresh."""
+        self._runs_frame()
+        with self._lock:
+            return tuple(int(i) for i in self._complete or ())
 
     def status(self) -> dict[str, Any]:
         """What the store holds: available, error, schema_version, n_runs, n_complete, failed_rows, kinds {kind:

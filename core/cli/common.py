@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, NoReturn
 from core.progress import progress_callback
 from core.backends import BACKENDS
 from core.retrieval.discovery import QueryError, check_k
-from core.registries import REGISTRY_LIST
-from core.settings import BOUNDS, Settings, folder_problem
+from core.registries import REGISTRY_LIST, registries
+from core.settings import BOUNDS, PROJECT_ROOT, Settings, folder_problem
 from core.study.catalog import parse_ks
 from core.store.dburl import DatabaseUnavailable, normalise, shown
 
@@ -134,6 +134,9 @@ def settings_for(args: argparse.Namespace) -> Settings:
     if getattr(args, "backend", None):
         env["LLM_BACKEND"] = args.backend
     if getattr(args, "registry", None):
+        known = [r.name for r in registries(PROJECT_ROOT)]
+        if args.registry not in known:
+            raise UsageError(f"--registry must be one of {', '.join(known)}, not {args.registry!r}")
         env["REGISTRY"] = args.registry
     return Settings.from_env(env=env)
 
