@@ -12,13 +12,11 @@ from core.cli.common import retriever_for, validate_results_url
 from core.registries import REGISTRY_LIST
 from core.settings import Settings
 
-SINGLE_GROUPS = ("single", "G1")  # ToolBench's G1 subsets are single-tool, G2 and G3 multi-tool
-
-
 def rows_for(settings: Settings, url: str, backend: str, k: int) -> list[dict]:
     """One row per query of the registry's stored main study: registry, benchmark, single/multi, coupling and
     PtR - RtP recall@k (mean over runs)."""
     from core.analysis.reader import ResultsReader
+    from core.analysis.registry_gains import kind_of
     from core.data.loaders import queries_for
     from core.study.coupling import query_couplings
 
@@ -33,7 +31,7 @@ def rows_for(settings: Settings, url: str, backend: str, k: int) -> list[dict]:
         uid = f"{row.subset}:{row.query_id}"
         if uid in couplings and uid in queries:
             out.append({"registry": settings.registry, "benchmark": settings.registry_declared.benchmark,
-                        "kind": "single" if queries[uid].group in SINGLE_GROUPS else "multi",
+                        "kind": kind_of(row.subset),
                         "coupling": couplings[uid], "diff": float(row.recall_diff), "rtp_top1": float(row.rtp_top1),
                         "rtp_recall": float(row.rtp_recall), "ptr_recall": float(row.ptr_recall)})
     return out

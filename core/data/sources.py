@@ -31,13 +31,9 @@ def _toolbench_recognises(path: Path) -> bool:
     return path.is_dir() and (is_official_layout(path) or any(path.glob("registry*.jsonl*")))
 
 
-def _toolbench_read(path: Path, name: str) -> list[Api]:
-    return load_registry(path, name)
-
-
 SOURCE_LIST = (
     Source("toolbench", "ToolBench: its compact files or its official download layout (toolenv/tools)",
-           _toolbench_recognises, _toolbench_read),
+           _toolbench_recognises, load_registry),
     Source("openapi", "OpenAPI 3.0/3.1 or Swagger 2.0, JSON or YAML, one file or a folder: an operation an API",
            openapi.recognises, openapi.read),
     Source("mcp", "MCP tools/list results: a file per server, a folder of them, or a list of servers",
