@@ -13,20 +13,16 @@ import streamlit as st
 
 from core.data.toolbench import GOLD_DEFINITIONS, GOLD_LIST
 from core.registries import registries
+from core.threads import one_blas_thread
 from core.settings import BOUNDS, DataNotFoundError, check_cache_dir
 from ui.index_job import index_job
 from ui.page_settings import LATEST_STUDY, base_settings, current_settings
 
 
 @st.cache_resource(show_spinner=False)
-def one_blas_thread() -> None:
-    """OpenBLAS's threads wait for each other by spinning: with the index thread, the encoder, a local model and the
-    browser on 2 cores, a 384 x 384 eigh for the Registry map took 1.6-2.7 s instead of 0.04 s, and a 5-query search
-    twice as long (benchmarks/blas_threads.py). One thread per process, set once per server."""
-    import numpy  # noqa: F401 - threadpoolctl limits the BLAS libraries already loaded
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1, user_api="blas")
+def blas_once() -> None:
+    """core.threads.one_blas_thread, set once per server."""
+    one_blas_thread()
 
 
 def start_index() -> None:
@@ -56,7 +52,7 @@ def start_results_unpack() -> None:
     threading.Thread(target=unpack, name="results-unpack", daemon=True).start()
 
 
-one_blas_thread()
+blas_once()
 start_index()
 start_results_unpack()
 
@@ -102,7 +98,7 @@ with st.sidebar:
     k_shown = BOUNDS["k"].shown  # the part of k's range a slider offers, declared with it
     st.slider("Default k", k_shown.low, k_shown.high, value=5, key="k_default", bind="query-params",
               help="How many APIs each architecture retrieves.")
-    st.selectbox("Study", [LATEST_STUDY, *stored_studies(settings)], key="study", bind="query-params",
+    st.selectbox("Study", [LATEST_STUDY, *stored_studies(current_settings())], key="study", bind="query-params",
                  help=f"Which stored study the results pages show; {LATEST_STUDY}: {DEFAULT_STUDY_RULE}.")
     st.caption(f"LLM backend: **{md(settings.backend_label, 80)}**  \nEmbedding model: {md(settings.embedding_model, 80)}")
 

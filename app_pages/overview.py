@@ -7,7 +7,6 @@ import streamlit as st
 
 from core.analysis.headlines import crossover_lines
 from core.analysis.reader import ResultsReader
-from core.analysis.registry_gains import registry_gains
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
 from core.store.dburl import shown
@@ -16,6 +15,7 @@ from ui.safe import md
 from ui.index_job import index_job
 from ui.leaderboard import leaderboard, leaderboard_board
 from ui.model_size import model_size
+from ui.registry_charts import across_registries
 from ui.page_settings import current_settings
 from ui.resources import db_figure
 from ui.widgets import results_ready, safe_read
@@ -43,16 +43,7 @@ if results_ready(settings):
                    "paper's. Results → Leaderboard has the intervals and the precision view.")
 
     st.subheader("Across registries")
-    st.caption("Does the crossover hold beyond ToolBench? PtR − RtP recall@5 on each registry's single- and "
-               "multi-tool queries, paired query by query, with bootstrap 95% intervals, for the offline heuristic "
-               "(the one system stored on every registry so far). The paper's ToolBench figures: G1 −0.083, "
-               "G2 +0.045, G3 +0.012 (Gemini 2.5 Flash, gte-base). `python -m core coupling` sets it against "
-               "Intent-Registry Coupling.")
-    st.plotly_chart(db_figure(settings, ("registry_gains", gold, "offline"),
-                              lambda: figures.registry_gains(registry_gains(settings.results_url, "offline", gold=gold,
-                                                                            cache_dir=settings.cache_dir), "offline"),
-                              {"llm_backend": "offline", "embedding_model": "all-MiniLM-L6-v2", "gold": gold, "k": 5}),
-                    width="stretch")
+    across_registries(settings, gold)
 
     st.subheader("Leaderboard")
     st.caption("Every backend's latest stored study beside the paper: the Results page has the same table and the "

@@ -81,8 +81,17 @@ def test_overview_shows_explanation_chart_status_and_offline_banner(app_env, ind
     assert at.title[0].value == "Tool Discovery Lab"
     assert any("offline heuristic, not an LLM" in w for w in texts(at, "warning"))
     assert len(at.get("plotly_chart")) == 3  # the crossover, PtR - RtP per registry and the model-size answer
-    registries = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]["x"]
-    assert registries == ["ToolBench · full"]  # PtR - RtP per registry: the only one this store holds
+    bars = json.loads(at.get("plotly_chart")[1].proto.spec)["data"]
+    assert bars[0]["x"] == ["ToolBench"]  # PtR - RtP per registry: the only one this store holds
+    assert bars[1]["x"] == ["paper: ToolBench"] and bars[1]["y"] == [pytest.approx(-0.083)]  # the paper's G1
+    # Coupling is measured on demand (every query embedded once), then kept: the button draws it.
+    assert any("measured once per clone" in t for t in texts(at, "info"))
+    at = at.button(key="measure_coupling").click().run()
+    no_exception(at)
+    coupling = json.loads(at.get("plotly_chart")[2].proto.spec)
+    assert "Coupling" in coupling["layout"]["title"]["text"] and coupling["data"][0]["x"]
+    at = page("app.py")  # kept: a later visit draws it at once
+    assert not any("measured once per clone" in t for t in texts(at, "info")) and len(at.get("plotly_chart")) == 4
     status = at.dataframe[-1].value.set_index("")["status"]
     assert status["Registry"] == f"full · {len(APIS)} APIs" and "offline heuristic" in status["LLM backend"]
     assert re.match(r"\d+ complete runs \(.*main \d+", status["Results"])

@@ -1,5 +1,5 @@
-"""Intent-Registry Coupling: the measure against numpy, its bins against a hand count, and the CLI over a stored
-study of two registries."""
+"""Intent-Registry Coupling: the measure against numpy, its bins against a hand count, the summary over two
+registries, and the couplings kept on disk once per registry."""
 from __future__ import annotations
 
 import json
@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.cli.coupling import summarise
 from core.evaluation.coupling import coupling, coupling_bins
-from core.study.coupling import query_couplings
+from core.settings import Settings
+from core.study.coupling import cached_couplings, couplings_path, query_couplings, registry_couplings, summarise
 from tests.helpers import make_queries, make_retriever
 
 
@@ -62,3 +62,20 @@ def test_summary_pools_registries_and_keeps_each_apart() -> None:
     (router,) = report["router"]
     assert (router["registry"], router["threshold"], router["share_to_ptr"]) == ("b", 0.9, 1.0)
     assert router["routed_recall"] == 0.6875 and (router["rtp_recall"], router["ptr_recall"]) == (0.5, 0.6875)
+
+
+def test_couplings_are_kept_once_per_registry_and_a_damaged_file_is_measured_again(tiny_env: dict[str, str]) -> None:
+    settings = Settings.from_env()
+    calls: list[str] = []
+
+    def retriever_for(one: Settings):
+        calls.append(one.registry)
+        return make_retriever()
+
+    assert cached_couplings(settings) is None
+    first = registry_couplings(settings, retriever_for)
+    assert first and registry_couplings(settings, retriever_for) == first and calls == ["full"]
+    assert cached_couplings(settings) == first
+    couplings_path(settings).write_text("{not json", encoding="utf-8")
+    assert cached_couplings(settings) is None
+    assert registry_couplings(settings, retriever_for) == first and calls == ["full", "full"]

@@ -134,15 +134,22 @@ def test_the_committed_toolbench_data_is_still_what_full_reads() -> None:
 
 
 def test_registry_gains_pair_each_registrys_queries_by_kind(tmp_path: Path) -> None:
-    from core.analysis.registry_gains import kind_of, registry_gains
+    from core.analysis.paper import load_paper
+    from core.analysis.registry_gains import kind_of, paper_gains, registry_gains, systems_on_registries
+    from core.analysis.store_summary import StoreSummary
+    from core.study.hybrid import run_hybrid
 
     url = f"sqlite:///{tmp_path / 'gains.sqlite'}"
     store = Store(url)
     queries = make_queries()
     for name in ("full", "sealtools"):
-        run_main(bench_context(store, _small(name), queries, commit="x"), runs=1, k=5, concurrency=1,
-                 agents_for=fake_agents())
+        context = bench_context(store, _small(name), queries, commit="x")
+        run_main(context, runs=1, k=5, concurrency=1, agents_for=fake_agents())
+        if name == "full":
+            run_hybrid(context)
     store.close()
+    assert StoreSummary(url).systems("sealtools") == ["fake"] and StoreSummary(url).systems("livemcpbench") == []
+    assert systems_on_registries(url) == ["fake"]
     gains = registry_gains(url, system="fake")
     assert list(gains["registry"]) == ["full", "full", "sealtools", "sealtools"]
     per_query = ResultsReader(url, registry="full").per_query(None, "api_list", 5, "fake")
@@ -150,4 +157,17 @@ def test_registry_gains_pair_each_registrys_queries_by_kind(tmp_path: Path) -> N
     row = gains[(gains["registry"] == "full") & (gains["kind"] == "multi")].iloc[0]
     assert row["n"] == len(multi) and row["mean_diff"] == pytest.approx(multi["recall_diff"].mean())
     assert row["diff_low"] <= row["mean_diff"] <= row["diff_high"]
+    # The hybrid ran on full only: its paired difference there, none on sealtools (NaN, never 0).
+    hybrid = ResultsReader(url, registry="full").hybrid_per_query("api_list", "fake")
+    both = multi.merge(hybrid, on=["subset", "query_id"])
+    assert row["hybrid_n"] == len(multi) and row["hybrid_diff"] == pytest.approx(
+        (both["hybrid_recall"] - both["rtp_recall"]).mean())
+    assert gains[gains["registry"] == "sealtools"]["hybrid_diff"].isna().all()
+    # The paper's G1 for single; G2 (+0.045 over 200) and G3 (+0.012 over 100) pooled by count for multi.
+    paper = paper_gains(load_paper()).set_index("kind")
+    assert paper.loc["single", "mean_diff"] == pytest.approx(-0.083) and paper.loc["multi", "n"] == 300
+    assert paper.loc["multi", "mean_diff"] == pytest.approx((0.045 * 200 + 0.012 * 100) / 300, abs=1e-3)
+    # The report carries the same rows for every system, whichever registry it reports.
+    across = build_report(ResultsReader(url, registry="full"), "api_list", None)["registries"]
+    assert len(across["ours"]) == len(gains) and {r["system"] for r in across["ours"]} == {"fake"}
     assert (kind_of("G1_tool"), kind_of("G3_instruction"), kind_of("out_domain_single")) == ("single", "multi", "single")

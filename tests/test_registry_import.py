@@ -96,6 +96,11 @@ def test_the_cli_adds_queries_and_removes_a_spec(capsys: pytest.CaptureFixture[s
     name = f"pytest-pets-{os.getpid()}"
     monkeypatch.setenv("CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("LLM_BACKEND", "offline")
+
+    def no_torch(name: str) -> None:
+        raise AssertionError("a small import is embedded by the ONNX query encoder, without loading torch")
+
+    monkeypatch.setattr("core.retrieval.assemble.load_reference_encoder", no_torch)
     try:
         assert main(["registry", "add", name, "openapi", str(SPEC), "--queries", str(queries), "--json"]) == 0
         added = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

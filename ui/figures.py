@@ -510,9 +510,10 @@ def model_size(table: pd.DataFrame, k: int = 5) -> go.Figure:
     return fig
 
 
-def registry_gains(table: pd.DataFrame, system: str, k: int = 5) -> go.Figure:
+def registry_gains(table: pd.DataFrame, system: str, paper: pd.DataFrame | None = None, k: int = 5) -> go.Figure:
     """PtR - RtP recall@k per registry, single- and multi-tool queries side by side, with paired 95% intervals
-    (core.analysis.registry_gains): above zero, PtR found more of the gold."""
+    (core.analysis.registry_gains), and the paper's ToolBench figures as their own hatched pair: above zero, PtR
+    found more of the gold."""
     title = f"PtR − RtP recall@{k} per registry ({plot_text(system, 40)})"
     if table.empty:
         return empty(title, "No main study stored on any registry for this system: run `make results-registries`.")
@@ -520,13 +521,59 @@ def registry_gains(table: pd.DataFrame, system: str, k: int = 5) -> go.Figure:
     for kind, colour in (("single", ARCH_COLORS["rtp"]), ("multi", ARCH_COLORS["ptr"])):
         part = table[table["kind"] == kind]
         fig.add_trace(go.Bar(
-            x=part["benchmark"] + " · " + part["registry"], y=part["mean_diff"], name=f"{kind}-tool queries",
-            marker_color=colour, customdata=part[["n", "diff_low", "diff_high"]].to_numpy(),
+            x=part["benchmark"], y=part["mean_diff"], name=f"{kind}-tool queries", legendgroup=kind,
+            marker_color=colour, customdata=part[["n", "diff_low", "diff_high", "hybrid_diff"]].to_numpy(),
             error_y={"type": "data", "array": (part["diff_high"] - part["mean_diff"]).tolist(),
                      "arrayminus": (part["mean_diff"] - part["diff_low"]).tolist()},
-            hovertemplate="%{x} " + kind + ": %{y:+.3f} [%{customdata[1]:+.3f}, %{customdata[2]:+.3f}], "
-                          "n %{customdata[0]}<extra></extra>"))
+            hovertemplate="%{x} " + kind + ": PtR − RtP %{y:+.3f} [%{customdata[1]:+.3f}, %{customdata[2]:+.3f}], "
+                          "n %{customdata[0]}; hybrid − RtP %{customdata[3]:+.3f}<extra></extra>"))
+        if paper is not None and not paper.empty:
+            mine = paper[paper["kind"] == kind]
+            fig.add_trace(go.Bar(
+                x=["paper: ToolBench"] * len(mine), y=mine["mean_diff"].tolist(), name=f"paper, {kind}", legendgroup=kind,
+                showlegend=False, marker={"color": colour, "pattern": {"shape": "/"}, "opacity": 0.6},
+                customdata=mine[["n", "subsets"]].to_numpy(),
+                hovertemplate="the paper (Gemini 2.5 Flash, gte-base), " + kind + ": %{y:+.3f} (%{customdata[1]}; "
+                              "pooled by count, n %{customdata[0]})<extra></extra>"))
     fig.add_hline(y=0, line={"color": "#888", "width": 1})
     fig.update_layout(barmode="group")
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(title_text=f"PtR − RtP recall@{k}", zeroline=False)
+    return _layout(fig, title)
+
+
+def coupling_gains(report: dict, k: int = 5) -> go.Figure:
+    """PtR - RtP against Intent-Registry Coupling (core.study.coupling): the pooled quantile bins as a line (each
+    spanning its couplings, with its 95% interval), and each registry's single and multi cells as markers."""
+    title = f"PtR − RtP recall@{k} against Intent-Registry Coupling ({plot_text(report.get('system', ''), 40)})"
+    bins = report.get("bins") or []
+    if not bins:
+        return empty(title, "No main study of this system is stored on any registry.")
+    fig = go.Figure()
+    mid = [(b["low"] + b["high"]) / 2 for b in bins]
+    fig.add_trace(go.Scatter(
+        x=mid, y=[b["mean_diff"] for b in bins], mode="lines+markers", name="all registries, quintile bins",
+        line={"color": "#444"},
+        error_x={"type": "data", "array": [b["high"] - m for b, m in zip(bins, mid)],
+                 "arrayminus": [m - b["low"] for b, m in zip(bins, mid)], "color": "#aaa", "thickness": 1},
+        error_y={"type": "data", "array": [b["diff_high"] - b["mean_diff"] for b in bins],
+                 "arrayminus": [b["mean_diff"] - b["diff_low"] for b in bins]},
+        customdata=[[b["n"], b["low"], b["high"], b["ptr_wins"], b["rtp_wins"]] for b in bins],
+        hovertemplate="coupling %{customdata[1]:.3f}–%{customdata[2]:.3f}: %{y:+.3f}, n %{customdata[0]}, PtR wins "
+                      "%{customdata[3]}, RtP wins %{customdata[4]}<extra></extra>"))
+    cells = [c for c in report.get("cells", []) if c["kind"] in ("single", "multi")]
+    for kind, symbol, colour in (("single", "circle", ARCH_COLORS["rtp"]), ("multi", "diamond", ARCH_COLORS["ptr"])):
+        part = [c for c in cells if c["kind"] == kind]
+        fig.add_trace(go.Scatter(
+            x=[c["coupling_mean"] for c in part], y=[c["diff_mean"] for c in part], mode="markers+text",
+            name=f"a registry's {kind}-tool queries", marker={"symbol": symbol, "size": 11, "color": colour},
+            text=[c["registry"] for c in part], textposition="top center",
+            error_y={"type": "data", "array": [c["diff_high"] - c["diff_mean"] for c in part],
+                     "arrayminus": [c["diff_mean"] - c["diff_low"] for c in part]},
+            customdata=[[c["n"], c["spearman_rho"]] for c in part],
+            hovertemplate="%{text} " + kind + ": mean coupling %{x:.3f}, PtR − RtP %{y:+.3f}, n %{customdata[0]}, "
+                          "Spearman rho %{customdata[1]:+.3f}<extra></extra>"))
+    fig.add_hline(y=0, line={"color": "#888", "width": 1})
+    fig.update_xaxes(title_text="coupling: best cosine between the query and its gold APIs' documents")
     fig.update_yaxes(title_text=f"PtR − RtP recall@{k}", zeroline=False)
     return _layout(fig, title)

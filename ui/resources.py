@@ -35,10 +35,10 @@ if TYPE_CHECKING:  # the reader imports pandas: a shared ?q= link never needs it
 
 
 def stored_studies(settings: Settings) -> list[str]:
-    """The systems with a complete main study (StoreSummary.systems), or none when the store cannot be read
-    (the pages say why)."""
+    """The systems with a complete main study on the chosen registry's study registry (StoreSummary.systems), or
+    none when the store cannot be read (the pages say why)."""
     try:
-        return _summary(settings.results_url, settings.cache_dir).systems()
+        return _summary(settings.results_url, settings.cache_dir).systems(settings.registry_declared.study_registry)
     except Exception:  # noqa: BLE001 - a missing or damaged store is reported by the page, not the sidebar
         return []
 

@@ -105,6 +105,20 @@ def model_size_section(reader: ResultsReader, gold: str, paper: dict[str, Any],
                      "measures and the copy rate", "ours": records(table), "paper": None, "note": model_size.NOTE}
 
 
+def registries_section(url: str, gold: str, paper: dict[str, Any]) -> dict[str, Any]:
+    """PtR - RtP and hybrid - RtP per registry and kind, for every system stored on any registry, beside the
+    paper's ToolBench figures (core.analysis.registry_gains): the store's registries, whichever one is reported."""
+    from core.analysis.registry_gains import paper_gains, registry_gains, systems_on_registries
+
+    frames = [registry_gains(url, system, gold=gold).assign(system=system) for system in systems_on_registries(url)]
+    ours = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return {"title": "Registries: PtR - RtP and hybrid - RtP recall@5 per registry, single- and multi-tool queries "
+                     "(paired, bootstrap 95% intervals)",
+            "ours": records(ours), "paper": records(paper_gains(paper)),
+            "note": "paper: ToolBench only (Gemini 2.5 Flash, gte-base), G2 and G3 pooled by count, no interval "
+                    "reported. `python -m core coupling` sets the same differences against Intent-Registry Coupling."}
+
+
 # A section from the reader, the gold, the backend (None: the latest main study's), the paper's figures and the
 # queries' texts by (subset, query_id), which the store never holds (the copy rate reads them; {} leaves it out).
 Section = Callable[[ResultsReader, str, "str | None", dict[str, Any], Mapping[tuple[str, int], str]], dict[str, Any]]
@@ -193,7 +207,7 @@ def build_report(reader: ResultsReader, gold: str = "api_list", backend: str | N
                 for study in catalog.STUDIES for name in study.sections}
     return {"gold": gold, "gold_note": gold_note, "pass_rate_note": PASS_RATE_DEFINITION,
             "setup": _clean(setup), "status": _clean(reader.status()), "paper_setup": paper.get("setup"),
-            "sections": sections}
+            "sections": sections, "registries": registries_section(reader.url, gold, paper)}
 
 
 def _fmt(value: Any) -> str:
@@ -223,6 +237,10 @@ MODEL_SIZE_TEXT_COLUMNS = ["model", "parameters", "subset", "n", "ptr_minus_rtp"
                            "hybrid_minus_rtp", "hybrid_low", "hybrid_high", "stubs_per_query", "unique_name_rate",
                            "top1_match_rate", "cosine_correct", "cosine_incorrect", "stub_copy_rate", "plan_copy_rate",
                            "planned_queries"]
+
+
+REGISTRY_TEXT_COLUMNS = ["system", "registry", "kind", "n", "rtp_recall", "ptr_recall", "mean_diff", "diff_low",
+                         "diff_high", "hybrid_recall", "hybrid_diff", "hybrid_low", "hybrid_high"]
 
 
 def render_text(report: dict[str, Any]) -> str:
@@ -271,4 +289,9 @@ def render_text(report: dict[str, Any]) -> str:
               "  stubs per backend:", _table(backends["stubs"]), f"  {backends['note']}", ""]
     sizes = sections["model_size"]
     lines += [f"== {sizes['title']}", _table(sizes["ours"], MODEL_SIZE_TEXT_COLUMNS), f"  {sizes['note']}", ""]
+    if "registries" in report:
+        across = report["registries"]
+        lines += [f"== {across['title']}", _table(across["ours"], REGISTRY_TEXT_COLUMNS),
+                  "  paper (ToolBench):", _table(across["paper"], ["kind", "n", "mean_diff", "subsets"]),
+                  f"  {across['note']}", ""]
     return "\n".join(lines)

@@ -37,11 +37,16 @@ EMPTY_DATABASE = "the results database is empty: run `python -m core bench all`"
 def system_names(pairs: Iterable[tuple[str, str]]) -> list[str]:
     """The systems of these (backend, model) pairs, in name order: a backend's name, or "backend:model" for each
     model of a backend that has several (the local models)."""
+    return sorted(set(system_name_map(pairs).values()))
+
+
+def system_name_map(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """{(backend, model): its system name} under system_names' rule."""
     pairs = set(pairs)
     models: dict[str, int] = {}
     for backend, _ in pairs:
         models[backend] = models.get(backend, 0) + 1
-    return sorted({backend if models[backend] == 1 else f"{backend}:{model}" for backend, model in pairs})
+    return {(backend, model): backend if models[backend] == 1 else f"{backend}:{model}" for backend, model in pairs}
 
 
 class StoreSummary:
@@ -90,15 +95,18 @@ class StoreSummary:
         engine, error = self._check()
         return None if engine is not None or error in (NO_DATABASE, EMPTY_DATABASE) else error
 
-    def systems(self) -> list[str]:
-        """Systems with a complete main study (system_names); none when the store cannot be read."""
+    def systems(self, registry: str | None = None) -> list[str]:
+        """Systems with a complete main study (system_names), on `registry` only when given; named over the whole
+        store, so that a system keeps its name (and a shared link its study) on every registry. None when the
+        store cannot be read."""
         engine, _ = self._check()
         if engine is None:
             return []
         with engine.connect() as conn:
-            pairs = conn.execute(select(Run.llm_backend, Run.llm_model).distinct()
-                                 .where(Run.status == "complete", Run.kind == "main")).all()
-        return system_names((backend, model) for backend, model in pairs)
+            rows = conn.execute(select(Run.llm_backend, Run.llm_model, Run.registry_name).distinct()
+                                .where(Run.status == "complete", Run.kind == "main")).all()
+        names = system_name_map((backend, model) for backend, model, _ in rows)
+        return sorted({names[(backend, model)] for backend, model, name in rows if registry in (None, name)})
 
     def kept(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """`compute()` over the complete runs, kept on disk under this store's identity and each complete run's id and

@@ -26,6 +26,7 @@ from core.retrieval.discovery import QueryError, clean_query
 from core.settings import BOUNDS, DataNotFoundError, Settings, check_cache_dir, redact
 from core.study.catalog import positive
 from core.store.dburl import DatabaseUnavailable
+from core.threads import one_blas_thread
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
@@ -303,6 +304,7 @@ CACHE_WRITERS = frozenset({"bench", "index", "index-scale", "query", "eval", "pe
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    one_blas_thread()
     parser, handlers = build_parser()
     args = parser.parse_args(argv)
     settings: Settings | None = None

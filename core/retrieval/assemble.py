@@ -84,13 +84,16 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
                     use_artifact: bool = True) -> tuple[Retriever, IndexInfo]:
     """Encoder + corpus embeddings (shipped, cached or built) + FAISS index for the configured registry.
 
-    use_artifact=False skips the shipped vectors: what regenerating them needs.
+    use_artifact=False skips the shipped vectors: what regenerating them needs, and then sentence-transformers
+    encodes them, so that the shipped files stay reproducible from the reference. Otherwise an ONNX query encoder
+    encodes the corpus itself: on 2 cores it is 1.2-1.3x torch's rate and loads in 0.4 s instead of 6-9 s
+    (docs/benchmarks.md), which is most of a small import's time; its vectors differ from torch's by <= 1.5e-7.
     """
     start = time.perf_counter()
     registry = registry or registry_for(settings)
     encoder = encoder or load_encoder(settings.embedding_model, settings.encoder_runtime, settings.cache_dir)
-    reference = SentenceTransformerEncoder.runtime
-    builder = (lambda: load_reference_encoder(settings.embedding_model)) if encoder.runtime != reference else None
+    by_itself = encoder.runtime in (SentenceTransformerEncoder.runtime, *(("onnx",) if use_artifact else ()))
+    builder = None if by_itself else (lambda: load_reference_encoder(settings.embedding_model))
     vectors, source = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder,
                                         settings.index_dir if use_artifact else None, notify)
     spec = IndexSpec.of(settings).for_size(len(vectors))
