@@ -97,7 +97,7 @@ CASES = [
                                                                    "TOOLBENCH_DATA"), code=1, data="{tmp}/not-gzip"),
     Case("TOOLBENCH_DATA-registry-truncated", ("query", "hotels"), ("registry.jsonl.gz", "cannot be read"),
          code=1, data="{tmp}/truncated"),
-    Case("TOOLBENCH_DATA-registry-rows-without-names", ("query", "hotels"), ("registry.jsonl.gz", "row 1",
+    Case("TOOLBENCH_DATA-registry-rows-without-names", ("query", "hotels"), ("registry.jsonl.gz", "line 1",
                                                                              "tool_name"), code=1, data="{tmp}/no-names"),
     Case("TOOLBENCH_DATA-registry-without-apis", ("query", "hotels"), ("registry.jsonl.gz", "holds no APIs"),
          code=1, data="{tmp}/no-apis"),

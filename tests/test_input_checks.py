@@ -252,8 +252,8 @@ def _data(tmp_path: Path, registry: bytes | None = None, queries: bytes | None =
     (gzip.compress(b'{"tool_name": "a", "api_name": "b"}\n' * 50)[:-12], "cannot be read"),
     (gzip.compress(b'{"tool_name": "a", "api_name": "b"}\nnot json\n'), "line 2 is not valid JSON"),
     (gzip.compress(b'["a", "b"]\n'), "line 1 is not a JSON object"),
-    (gzip.compress(b'{"api_name": "b"}\n'), "row 1 lacks a usable field (KeyError: 'tool_name')"),
-    (gzip.compress(b'{"tool_name": 3, "api_name": "b"}\n'), "row 1 lacks a usable field (TypeError"),
+    (gzip.compress(b'{"api_name": "b"}\n'), "line 1 lacks a usable field (KeyError: 'tool_name')"),
+    (gzip.compress(b'{"tool_name": 3, "api_name": "b"}\n'), "line 1 lacks a usable field (TypeError"),
     (gzip.compress(b"\n\n"), "holds no APIs"),
     (gzip.compress(b'{"tool_name": "caf\xe9", "api_name": "b"}\n'), "cannot be read (UnicodeDecodeError"),
 ], ids=["not-gzip", "truncated", "bad-json", "not-an-object", "no-name", "name-not-text", "empty", "latin-1"])
@@ -266,7 +266,7 @@ def test_a_registry_file_that_cannot_be_used_says_which_and_why(tmp_path: Path, 
 
 
 def test_a_queries_file_that_cannot_be_used_says_which(tmp_path: Path) -> None:
-    with pytest.raises(DataUnreadable, match="queries.jsonl.gz row 1 lacks a usable field"):
+    with pytest.raises(DataUnreadable, match="queries.jsonl.gz line 1 lacks a usable field"):
         load_queries(_data(tmp_path, queries=gzip.compress(b'{"subset": "G1_instruction"}\n')))
 
 

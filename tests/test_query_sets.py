@@ -102,8 +102,8 @@ GOOD = {"id": 1, "query": "q", "gold": ["listPets"]}
 
 
 @pytest.mark.parametrize(("rows", "what"), [
-    (['{"id": 1, "query": '], "line 1: not valid JSON"),
-    ([GOOD, "[1, 2]"], "line 2: not a JSON object"),
+    (['{"id": 1, "query": '], "line 1 is not valid JSON"),
+    ([GOOD, "[1, 2]"], "line 2 is not a JSON object"),
     ([{"id": 1, "gold": ["listPets"]}], 'line 1: missing "query"'),
     ([{"id": 1, "query": "q"}], 'line 1: missing "gold"'),
     ([{"query": "q", "gold": []}], 'line 1: missing "id"'),

@@ -38,6 +38,10 @@ def test_corrupt_jsonl_names_the_line(tmp_path: Path) -> None:
     (tmp_path / "registry.jsonl").write_text('{"tool_name": "a", "api_name": "b"}\n{oops\n')
     with pytest.raises(DataUnreadable, match="line 2 is not valid JSON"):
         load_registry(tmp_path, "documented")
+    # The file's own line numbers, blank lines counted (one reader for every JSONL: core.data.json_lines).
+    (tmp_path / "registry.jsonl").write_text('{"tool_name": "a", "api_name": "b"}\n\n{"tool_name": "a"}\n')
+    with pytest.raises(DataUnreadable, match="line 3 lacks a usable field"):
+        load_registry(tmp_path, "documented")
 
 
 def test_unknown_gold_definition(tmp_path: Path) -> None:

@@ -8,33 +8,16 @@ The file is .jsonl or .jsonl.gz.
 """
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from core.data.json_lines import text_lines
 from core.data.schema_params import checked_size, params_of, parse_json, text, unique, unreadable
 from core.data.toolbench import Api, DataUnreadable
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
-
-
-def _open(path: Path) -> IO[str]:
-    return gzip.open(path, "rt", encoding="utf-8") if path.name.endswith(".gz") else path.open(encoding="utf-8")
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of every non-blank line; a file that cannot be read is a DataUnreadable."""
-    number = 0
-    try:
-        with _open(path) as fh:
-            for number, line in enumerate(fh, 1):
-                if line.strip():
-                    yield number, line
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:  # BadGzipFile is an OSError
-        raise unreadable(path, f"cannot be read after line {number} ({type(exc).__name__}: {exc})") from None
 
 
 def recognises(path: Path) -> bool:
@@ -42,7 +25,7 @@ def recognises(path: Path) -> bool:
     if not path.is_file() or not path.name.endswith(SUFFIXES):
         return False
     try:
-        first = json.loads(next(_lines(path), (0, "null"))[1])
+        first = json.loads(next(text_lines(path), (0, "null"))[1])
     except (ValueError, DataUnreadable):
         return False
     return isinstance(first, Mapping) and "api" in first
@@ -54,7 +37,7 @@ def read(path: Path, name: str) -> list[Api]:
     if not path.name.endswith(SUFFIXES):
         raise unreadable(path, f"is not a JSONL file ({' or '.join(SUFFIXES)})")
     checked_size(path)
-    apis = unique((_api(path, number, parse_json(path, line, number), name) for number, line in _lines(path)),
+    apis = unique((_api(path, number, parse_json(path, line, number), name) for number, line in text_lines(path)),
                   path, "api")
     if not apis:
         raise unreadable(path, "holds no APIs (no lines)")

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.data.json_lines import json_lines
 from core.data.toolbench import Api, ApiKey, DataUnreadable, Query
 
 SINGLE, MULTI = "single", "multi"
@@ -126,24 +127,6 @@ class Resolver:
         return ()
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for every non-blank line; a DataUnreadable naming the line otherwise."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataUnreadable(f"{path}: cannot be read ({type(exc).__name__}: {exc}).") from None
-    for line_no, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataUnreadable(f"{path} line {line_no}: not valid JSON ({exc.msg}).") from None
-        if not isinstance(row, dict):
-            raise DataUnreadable(f"{path} line {line_no}: not a JSON object.")
-        yield line_no, row
-
-
 def _checked(path: Path, line_no: int, row: dict) -> tuple[int | str, str, list[str]]:
     """The row's id, query and distinct gold names, or a DataUnreadable saying what is wrong with them."""
     def bad(what: str) -> DataUnreadable:
@@ -176,7 +159,7 @@ def read_query_set(path: Path, apis: Sequence[Api]) -> QuerySet:
     names = 0
     ids: dict[tuple[str, int | str], int] = {}
     uids: dict[str, int] = {}
-    for line_no, row in _lines(path):
+    for line_no, row in json_lines(path):
         query_id, text, gold = _checked(path, line_no, row)
         found = [(name, resolver.candidates(name)) for name in gold]
         strict = tuple(dict.fromkeys(c[0] for _, c in found if len(c) == 1))

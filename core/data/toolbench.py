@@ -4,13 +4,13 @@ Names are kept byte-for-byte (some tool names start with a space): gold matching
 """
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.data.errors import DataUnreadable  # noqa: F401 - every reader's error, imported from here too
+from core.data.json_lines import json_lines
 from core.settings import DataNotFoundError
 
 ApiKey = tuple[str, str]
@@ -76,12 +76,6 @@ def _single_first(subset: str) -> tuple[str, int]:
 def display_name(tool: str, api: str) -> str:
     """The name shown in prompts and screens; raw names (leading spaces and all) are kept elsewhere."""
     return f"{tool.strip()}/{api.strip()}"
-
-
-class DataUnreadable(DataNotFoundError):
-    """A data file is there but cannot be used (not gzip, truncated, not JSON, rows without their fields, no
-    APIs); the one-line message names the file and what to do. A DataNotFoundError, so every page and
-    command that reports missing data reports this too."""
 
 
 class NamedApi:
@@ -152,33 +146,14 @@ class Query:
 FIX_DATA = "restore it (git checkout data/toolbench) or point TOOLBENCH_DATA at intact data"
 
 
-def _read_jsonl(path: Path) -> Iterator[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    line_no = 0
-    try:
-        with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
-            for line_no, line in enumerate(fh, 1):
-                if line.strip():
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise DataUnreadable(f"{path} line {line_no} is not valid JSON ({exc.msg}); {FIX_DATA}.") from None
-                    if not isinstance(row, dict):
-                        raise DataUnreadable(f"{path} line {line_no} is not a JSON object; {FIX_DATA}.")
-                    yield row
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:  # BadGzipFile is an OSError
-        where = f" after line {line_no}" if line_no else ""
-        raise DataUnreadable(f"{path} cannot be read{where} ({type(exc).__name__}: {exc}); {FIX_DATA}.") from None
-
-
 def _rows(path: Path, make: Callable[[dict], object]) -> list:
     """make(row) for every row of a JSONL file; a row without a field it needs is a DataUnreadable naming it."""
     out = []
-    for line_no, row in enumerate(_read_jsonl(path), 1):
+    for line_no, row in json_lines(path, FIX_DATA):
         try:
             out.append(make(row))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise DataUnreadable(f"{path} row {line_no} lacks a usable field ({type(exc).__name__}: {exc}); "
+            raise DataUnreadable(f"{path} line {line_no} lacks a usable field ({type(exc).__name__}: {exc}); "
                                  f"{FIX_DATA}.") from None
     return out
 
