@@ -33,9 +33,9 @@ if per_query is None or per_query.empty:
     st.stop()
 try:
     texts = {(q.subset, q.query_id): q.query for q in queries_for(settings)}
-except DataNotFoundError:
+except DataNotFoundError as exc:  # the message names the registry's data and how to restore it
     texts = {}
-    st.caption("ToolBench data not found: query texts are not shown (set TOOLBENCH_DATA).")
+    st.caption(f"Query texts are not shown: {md(str(exc), 300)}")
 
 # Every filter is bound to the URL (?ex_subset=…&ex_outcome=…&ex_text=…&ex_diff=…): a filtered view is a link.
 subsets = top[1].multiselect("Subset", subset_order(per_query["subset"]), placeholder="all subsets",

@@ -75,7 +75,7 @@ def status_table() -> None:
                     else f"{settings.registry} · {'loading…' if not job.finished else '–'}")
         index = job.status
     runs = ", ".join(f"{kind} {n}" for kind, n in (status.get("kinds") or {}).items())
-    st.dataframe(pd.DataFrame({"": ["ToolBench data", "Registry", "Embedding model", "Index", "LLM backend", "Results"],
+    st.dataframe(pd.DataFrame({"": ["Data", "Registry", "Embedding model", "Index", "LLM backend", "Results"],
                                "status": [data, registry, settings.embedding_model, index,
                                           settings.backend_label,
                                           f"{status.get('n_complete', 0):,} complete runs ({runs or 'none'}) · "

@@ -212,7 +212,7 @@ def hit_list(hits: Sequence[tuple[Hit, bool | None]], lookup: Callable[[ApiKey],
             elif api.description:
                 st.text(api.description)
             else:
-                st.caption("No description: ToolBench knows this API by name only.")
+                st.caption("No description: its registry knows this API by name only.")
             if hit.stub == QUERY_LABEL:
                 st.caption("found by the raw query")
             elif hit.stub:
