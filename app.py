@@ -40,7 +40,10 @@ def start_results_unpack() -> None:
     gzip to 69 MB) for the sidebar's study list: started once per server here, beside the page imports below, rather
     than after them. A failure is said by the page, whose own call meets it again."""
     # Imported here, not in the thread: two threads importing the same package at once can each meet the other's
-    # half-initialised module (a fresh server's first page failed so: "partially initialized module").
+    # half-initialised module (a fresh server's first page failed so: "partially initialized module"). The
+    # unpack reaches SQLAlchemy lazily (core.store.dburl) while this thread imports it for the store summary below.
+    import sqlalchemy.engine  # noqa: F401
+
     from core.store.packing import readable
 
     def unpack() -> None:

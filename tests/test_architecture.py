@@ -2,8 +2,8 @@
 go down the layers, core never imports streamlit, and the backends' "module:function" client factories resolve.
 
 Layers, bottom to top (a module may import only modules in its own layer or a lower one):
-    0  core/__init__.py, core/settings.py, core/backends.py, core/local_models.py, core/archs.py, core/declared.py,
-       core/progress.py
+    0  core/__init__.py, core/settings.py, core/backends.py, core/local_models.py, core/registries.py,
+       core/declared.py, core/progress.py, core/threads.py
     1  core/data/        2  core/retrieval/     3  core/agents/ (core/agents/llm/ too)
     4  core/evaluation/ and core/store/     5  core/study/     6  core/analysis/     7  core/cli/, core/__main__.py
     8  ui/ (the dashboard's parts)   9  app_pages/ (one module per page)   10  app.py (registers the pages)
@@ -52,6 +52,7 @@ CORE_LAYERS: dict[str, int] = {
     "core.registries": 0,
     "core.declared": 0,
     "core.progress": 0,
+    "core.threads": 0,
     "core.data": 1,
     "core.retrieval": 2,
     "core.agents": 3,

@@ -10,7 +10,8 @@ import pytest
 
 from core.evaluation.coupling import coupling, coupling_bins
 from core.settings import Settings
-from core.study.coupling import cached_couplings, couplings_path, query_couplings, registry_couplings, summarise
+from core.analysis.coupling_gains import summarise
+from core.study.coupling import cached_couplings, couplings_path, query_couplings, registry_couplings
 from tests.helpers import make_queries, make_retriever
 
 

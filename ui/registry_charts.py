@@ -10,7 +10,8 @@ import streamlit as st
 from core.analysis.paper import load_paper
 from core.analysis.registry_gains import paper_gains, registry_gains, systems_on_registries
 from core.settings import Settings
-from core.study.coupling import coupling_registries, coupling_report, couplings_kept
+from core.analysis.coupling_gains import coupling_report
+from core.study.coupling import coupling_registries, couplings_kept
 from ui import figures
 from ui.resources import db_figure, db_version, stored_studies
 from ui.safe import md

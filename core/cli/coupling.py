@@ -13,7 +13,8 @@ from core.settings import Settings
 def cmd_coupling(args: argparse.Namespace, settings: Settings) -> int:
     url = args.db or settings.results_url
     validate_results_url(url, writer=False)
-    from core.study.coupling import coupling_registries, coupling_report
+    from core.analysis.coupling_gains import coupling_report
+    from core.study.coupling import coupling_registries
 
     names = args.registries or coupling_registries()
     report = coupling_report(settings, url, args.system, args.k, names,
