@@ -3,7 +3,7 @@ go down the layers, core never imports streamlit, and the backends' "module:func
 
 Layers, bottom to top (a module may import only modules in its own layer or a lower one):
     0  core/__init__.py, core/settings.py, core/backends.py, core/local_models.py, core/registries.py,
-       core/declared.py, core/progress.py, core/threads.py
+       core/declared.py, core/progress.py, core/threads.py, core/files.py
     1  core/data/        2  core/retrieval/     3  core/agents/ (core/agents/llm/ too)
     4  core/evaluation/ and core/store/     5  core/study/     6  core/analysis/     7  core/cli/, core/__main__.py
     8  ui/ (the dashboard's parts)   9  app_pages/ (one module per page)   10  app.py (registers the pages)
@@ -53,6 +53,7 @@ CORE_LAYERS: dict[str, int] = {
     "core.declared": 0,
     "core.progress": 0,
     "core.threads": 0,
+    "core.files": 0,
     "core.data": 1,
     "core.retrieval": 2,
     "core.agents": 3,
