@@ -591,7 +591,7 @@ def _test_module_imports(folder: Path) -> list[tuple[str, str, int]]:
 
 
 def test_test_modules_import_only_helpers_and_conftest():
-    shared = {"tests.helpers", "tests.fake_llm_servers", "tests.stores", "tests.conftest"}
+    shared = {"tests.helpers", "tests.fake_llm_servers", "tests.stores", "tests.mounts", "tests.conftest"}
     unexpected = [f"    tests/{stem}.py:{line}: imports {name}" for stem, name, line in _test_module_imports(TESTS_DIR)
                   if name not in shared]
     assert not unexpected, ("test modules import another test module; move what they share into tests/helpers.py "
