@@ -15,6 +15,7 @@ from core.retrieval.embedding import Encoder
 from core.retrieval.index import VectorIndex
 from core.retrieval.records import Hit, Stub
 from core.data.registry import Registry
+from core.data.text import normalise
 from core.data.toolbench import ApiKey
 from core.settings import BOUNDS
 
@@ -53,7 +54,7 @@ def clean_query(query: str | None) -> CleanQuery:
                 else "a byte that is not UTF-8, or a lone surrogate")
         raise QueryError(f"The query is not valid UTF-8 text: character {bad + 1} ({ascii(text[bad])}) is {what}; "
                          "retype it, or fix the encoding of the terminal or file it came from.")
-    if not any(unicodedata.category(char)[0] in "LN" for char in text):
+    if not any(unicodedata.category(char)[0] in "LN" for char in normalise(text)):
         raise QueryError("The query has no searchable text: it holds no letter or digit (only emoji, punctuation, "
                          "control or invisible characters); type words.")
     return CleanQuery(text)
@@ -131,7 +132,8 @@ class Retriever:
                      for i, (r, score, stub) in enumerate(ranked))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        return self.encoder.encode(list(texts))
+        """Search texts (queries, stubs) embedded as core.data.text.normalise leaves them."""
+        return self.encoder.encode([normalise(t) for t in texts])
 
 
 def merge_stub_hits(per_stub: Sequence[tuple[str, np.ndarray, np.ndarray]], k: int) -> tuple[list[tuple[int, float, str]], int]:
