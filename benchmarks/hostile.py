@@ -429,11 +429,13 @@ class Lab:
 
 
 def write_tiny(folder: Path) -> None:
+    """Both registries, the same bytes: "full" is refused without its own file, and old code reads it first too."""
     folder.mkdir(parents=True)
-    with gzip.open(folder / "registry.jsonl.gz", "wt", encoding="utf-8") as fh:
-        for tool, api, category, description in TINY_APIS:
-            fh.write(json.dumps({"category": category, "tool_name": tool, "api_name": api,
-                                 "description": description, "doc_source": "full"}) + "\n")
+    rows = "".join(json.dumps({"category": category, "tool_name": tool, "api_name": api, "description": description,
+                               "doc_source": "full"}) + "\n" for tool, api, category, description in TINY_APIS)
+    registry = gzip.compress(rows.encode("utf-8"))
+    for name in ("registry_full.jsonl.gz", "registry.jsonl.gz"):
+        (folder / name).write_bytes(registry)
     with gzip.open(folder / "queries.jsonl.gz", "wt", encoding="utf-8") as fh:
         for subset, qid, text, gold in TINY_QUERIES:
             fh.write(json.dumps({"subset": subset, "group": subset[:2], "query_id": qid, "query": text,

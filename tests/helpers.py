@@ -75,12 +75,14 @@ TINY_QUERIES = (
 
 
 def write_compact_data(folder: Path, apis: Sequence[Api], query_rows: Sequence[dict]) -> Path:
-    """A compact-format data directory (registry.jsonl.gz + queries.jsonl.gz) the tests make themselves."""
+    """A compact-format data directory the tests make themselves: both registries (registry_full.jsonl.gz and
+    registry.jsonl.gz, the same bytes: "full" is refused without its own file) and queries.jsonl.gz."""
     folder.mkdir(parents=True, exist_ok=True)
-    with gzip.open(folder / "registry.jsonl.gz", "wt", encoding="utf-8") as fh:
-        for api in apis:
-            fh.write(json.dumps({"category": api.category, "tool_name": api.tool_name, "api_name": api.api_name,
-                                 "description": api.description, "doc_source": api.doc_source}) + "\n")
+    rows = "".join(json.dumps({"category": api.category, "tool_name": api.tool_name, "api_name": api.api_name,
+                               "description": api.description, "doc_source": api.doc_source}) + "\n" for api in apis)
+    registry = gzip.compress(rows.encode("utf-8"))
+    for name in ("registry_full.jsonl.gz", "registry.jsonl.gz"):
+        (folder / name).write_bytes(registry)
     with gzip.open(folder / "queries.jsonl.gz", "wt", encoding="utf-8") as fh:
         for row in query_rows:
             fh.write(json.dumps(row) + "\n")

@@ -260,7 +260,7 @@ def _data(tmp_path: Path, registry: bytes | None = None, queries: bytes | None =
 def test_a_registry_file_that_cannot_be_used_says_which_and_why(tmp_path: Path, registry: bytes, says: str) -> None:
     folder = _data(tmp_path, registry=registry)
     with pytest.raises(DataUnreadable) as caught:
-        load_registry(folder, "full")
+        load_registry(folder, "documented")
     assert says in str(caught.value) and "registry.jsonl.gz" in str(caught.value) and "\n" not in str(caught.value)
     assert isinstance(caught.value, DataNotFoundError)  # pages and commands that report missing data report it
 

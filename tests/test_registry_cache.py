@@ -97,7 +97,7 @@ def test_data_changed_under_the_same_path_size_and_time_is_parsed_again(tmp_path
     """A file edited in place and given its old time back (cp -p, an archive, a checkout) keeps its cache name."""
     data = tmp_path / "plain"
     data.mkdir()
-    source = data / "registry.jsonl"
+    source = data / "registry_full.jsonl"
     source.write_text("".join(f'{{"tool_name": "{a.tool_name}", "api_name": "{a.api_name}", "description": '
                               f'"{a.description}"}}\n' for a in SMALL_APIS))
     cache = tmp_path / "cache"

@@ -31,7 +31,8 @@ def test_compact_loader(tmp_path: Path) -> None:
         fh.write("\n".join(json.dumps(r) for r in rows) + "\n")
     apis = load_registry(tmp_path, "documented")
     assert len(apis) == 1 and apis[0].description == "d" and apis[0].doc_source == "name_only"
-    assert load_registry(tmp_path, "full") == apis  # falls back to the documented file
+    with pytest.raises(DataNotFoundError, match="No full registry .registry_full.jsonl.gz."):
+        load_registry(tmp_path, "full")  # never the documented file under the full registry's name
 
 
 def test_corrupt_jsonl_names_the_line(tmp_path: Path) -> None:

@@ -162,8 +162,8 @@ def _first_existing(data_dir: Path, names: tuple[str, ...]) -> Path | None:
     return next((data_dir / n for n in names if (data_dir / n).is_file()), None)
 
 
-REGISTRY_FILES = {
-    "full": ("registry_full.jsonl.gz", "registry_full.jsonl", "registry.jsonl.gz", "registry.jsonl"),
+REGISTRY_FILES = {  # no fallback: "full" read from the documented file would be 4,940 APIs under the 47k's name
+    "full": ("registry_full.jsonl.gz", "registry_full.jsonl"),
     "documented": ("registry.jsonl.gz", "registry.jsonl"),
 }
 
@@ -173,12 +173,18 @@ def is_official_layout(data_dir: Path) -> bool:
 
 
 def registry_path(data_dir: Path, which: str = "full") -> Path:
-    """The compact registry file for `which`; DataNotFoundError when there is none."""
+    """The compact registry file for `which`; DataNotFoundError when there is none, saying when only the
+    documented registry is there (so that "full" is never the 4,940 APIs under another name)."""
     names = REGISTRY_FILES[which]
     path = _first_existing(data_dir, names)
-    if path is None:
-        raise DataNotFoundError(f"No registry file ({names[0]}) in {data_dir}; set TOOLBENCH_DATA.")
-    return path
+    if path is not None:
+        return path
+    documented = _first_existing(data_dir, REGISTRY_FILES["documented"])
+    if which == "full" and documented is not None:
+        raise DataNotFoundError(f"No full registry ({names[0]}) in {data_dir}, only the documented one "
+                                f"({documented.name}); set REGISTRY=documented to search that, or restore "
+                                f"{names[0]} (git checkout data/toolbench) or point TOOLBENCH_DATA at data holding it.")
+    raise DataNotFoundError(f"No registry file ({names[0]}) in {data_dir}; set TOOLBENCH_DATA.")
 
 
 def load_registry(data_dir: Path, which: str = "full") -> list[Api]:
@@ -207,14 +213,28 @@ def _api_of(row: dict) -> Api:
     return api
 
 
-def _pairs(raw: list) -> tuple[ApiKey, ...]:
+def _pairs(raw: object, field: str) -> tuple[ApiKey, ...]:
+    """The API keys of a gold list: [tool, api] pairs or objects with tool_name and api_name (the official files'
+    api_list); ValueError saying which item is neither."""
+    if not isinstance(raw, list):
+        raise ValueError(f"`{field}` is a list of APIs, got {_kind(raw)}")
     out: list[ApiKey] = []
-    for item in raw:
-        if isinstance(item, dict):
-            out.append((item["tool_name"], item["api_name"]))
-        else:
-            out.append((item[0], item[1]))
+    for number, item in enumerate(raw, 1):
+        key = (item.get("tool_name"), item.get("api_name")) if isinstance(item, dict) else item
+        if not (isinstance(key, (list, tuple)) and len(key) == 2 and all(isinstance(name, str) for name in key)):
+            raise ValueError(f"`{field}` item {number} is a [tool, api] pair or an object with `tool_name` and "
+                             f"`api_name`, got {_kind(item)}")
+        out.append((key[0], key[1]))
     return tuple(out)
+
+
+def _kind(value: object) -> str:
+    """How a message names a JSON value's type (an object by its first keys, escaped: the message stays one line)."""
+    if isinstance(value, dict):
+        return "an object" + (f" with {', '.join(json.dumps(k)[:40] for k in list(value)[:4])}" if value else
+                              " with no keys")
+    return {list: "a list", str: "text", bool: "true/false", int: "a number", float: "a number",
+            type(None): "null"}.get(type(value), type(value).__name__)
 
 
 def load_queries(data_dir: Path) -> list[Query]:
@@ -222,7 +242,8 @@ def load_queries(data_dir: Path) -> list[Query]:
     path = _first_existing(data_dir, ("queries.jsonl.gz", "queries.jsonl"))
     if path is not None:
         return _rows(path, lambda r: Query(r["subset"], r["group"], int(r["query_id"]), r["query"],
-                                           _pairs(r["relevant_apis"]), _pairs(r["api_list"]),
+                                           _pairs(r["relevant_apis"], "relevant_apis"),
+                                           _pairs(r["api_list"], "api_list"),
                                            bool(r.get("stabletoolbench_solvable", False))))
     folder = next((p for p in (data_dir / "test_instruction", data_dir / "data" / "test_instruction") if p.is_dir()),
                   None)
@@ -231,31 +252,117 @@ def load_queries(data_dir: Path) -> list[Query]:
     return load_official_queries(folder)
 
 
+FIX_DOWNLOAD = "point TOOLBENCH_DATA at an intact ToolBench download"
+FIX_OFFICIAL = f"fix or remove it, or {FIX_DOWNLOAD}"
+
+
+def _official_json(path: Path) -> object:
+    """The JSON in one file of an official download; DataUnreadable naming it when it cannot be read, is not
+    UTF-8 or is not JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataUnreadable(f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+                             f"{FIX_OFFICIAL}.") from None
+    except json.JSONDecodeError as exc:
+        raise DataUnreadable(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+                             f"{FIX_OFFICIAL}.") from None
+    except OSError as exc:
+        raise DataUnreadable(f"{path} cannot be read ({exc.strerror or exc}); {FIX_OFFICIAL}.") from None
+
+
+def _wrong_shape(path: Path, what: str) -> DataUnreadable:
+    return DataUnreadable(f"{path}: {what}; {FIX_OFFICIAL}.")
+
+
 def load_official_queries(folder: Path) -> list[Query]:
-    """Official ToolBench `test_instruction/<subset>.json` files (keys query, query_id, api_list, relevant APIs)."""
+    """Official ToolBench `test_instruction/<subset>.json` files (keys query, query_id, api_list, relevant APIs),
+    each checked for the fields read here: a file that is not a list of such queries is named with what is wrong."""
     queries: list[Query] = []
     for path in sorted(folder.glob("*.json")):
-        subset = path.stem
-        for item in json.loads(path.read_text(encoding="utf-8")):
-            queries.append(Query(subset, subset.split("_")[0], int(item["query_id"]), item["query"],
-                                 _pairs(item.get("relevant APIs", [])), _pairs(item.get("api_list", []))))
+        items = _official_json(path)
+        if not isinstance(items, list):
+            raise _wrong_shape(path, f"a test file is a list of queries, got {_kind(items)}")
+        queries += [_official_query(path, number, item) for number, item in enumerate(items, 1)]
     return queries
 
 
+def _official_query(path: Path, number: int, item: object) -> Query:
+    subset = path.stem
+    if not isinstance(item, dict):
+        raise _wrong_shape(path, f"a query is an object with `query_id` and `query`, got {_kind(item)} "
+                                 f"(query {number})")
+    missing = [field for field in ("query_id", "query") if field not in item]
+    if missing:
+        raise _wrong_shape(path, f"query {number} has no `{missing[0]}`, got {_kind(item)}")
+    query_id, text = _whole_number(item["query_id"]), item["query"]
+    if query_id is None:
+        raise _wrong_shape(path, f"query {number}'s `query_id` is a whole number, got {_kind(item['query_id'])}")
+    if not isinstance(text, str):
+        raise _wrong_shape(path, f"query {number}'s `query` is text, got {_kind(text)}")
+    try:
+        relevant = _pairs(item.get("relevant APIs", []), "relevant APIs")
+        api_list = _pairs(item.get("api_list", []), "api_list")
+    except ValueError as exc:
+        raise _wrong_shape(path, f"query {number}'s {exc}") from None
+    return Query(subset, subset.split("_")[0], query_id, text, relevant, api_list)
+
+
+def _whole_number(value: object) -> int | None:
+    """A query id as the official files write it (a number, sometimes as text); None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
 def load_official_registry(data_dir: Path) -> list[Api]:
-    """Official ToolBench `toolenv/tools/<Category>/<tool>.json` documents."""
-    tools_dir = next(p for p in (data_dir / "toolenv" / "tools", data_dir / "tools") if p.is_dir())
+    """Official ToolBench `toolenv/tools/<Category>/<tool>.json` documents. A file that is not JSON is skipped
+    (ToolBench ships a few; skipping one loses only that tool); valid JSON that is not a tool is not ToolBench's,
+    and is named with what is wrong."""
+    tools_dir = next((p for p in (data_dir / "toolenv" / "tools", data_dir / "tools") if p.is_dir()), None)
+    if tools_dir is None:
+        raise DataUnreadable(f"{data_dir / 'toolenv'} has no tools/ folder (an official download keeps its tools in "
+                             f"toolenv/tools/<Category>/<tool>.json); {FIX_DOWNLOAD}.")
+    paths = sorted(tools_dir.glob("*/*.json"))
+    if not paths:
+        raise DataUnreadable(f"{tools_dir} holds no APIs: no tool files (<Category>/<tool>.json) in it; "
+                             f"{FIX_DOWNLOAD}.")
     apis: list[Api] = []
     seen: set[ApiKey] = set()
-    for path in sorted(tools_dir.glob("*/*.json")):
+    for path in paths:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-            continue  # ToolBench ships a few broken tool files; skipping one loses only that tool
-        tool = doc.get("tool_name") or doc.get("name") or path.stem
-        for item in doc.get("api_list", []):
-            api = Api(tool, item.get("name", ""), path.parent.name, item.get("description") or "", "full")
+            doc = _official_json(path)
+        except DataUnreadable:
+            continue
+        for api in _tool_apis(path, doc):
             if api.api_name and api.key not in seen:
                 seen.add(api.key)
                 apis.append(api)
+    return apis
+
+
+def _tool_apis(path: Path, doc: object) -> list[Api]:
+    """The APIs of one official tool file, checked for the fields read here (the caller skips an API without a
+    name)."""
+    if not isinstance(doc, dict):
+        raise _wrong_shape(path, f"a tool is an object with `tool_name` and `api_list`, got {_kind(doc)}")
+    tool = doc.get("tool_name") or doc.get("name") or path.stem
+    items = doc.get("api_list", [])
+    if not isinstance(tool, str):
+        raise _wrong_shape(path, f"`tool_name` is text, got {_kind(tool)}")
+    if not isinstance(items, list):
+        raise _wrong_shape(path, f"`api_list` is a list of APIs, got {_kind(items)}")
+    apis = []
+    for number, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            raise _wrong_shape(path, f"an `api_list` item is an object with `name` and `description`, got "
+                                     f"{_kind(item)} (item {number})")
+        name, description = item.get("name") or "", item.get("description") or ""
+        for field, value in (("name", name), ("description", description)):
+            if not isinstance(value, str):
+                raise _wrong_shape(path, f"`api_list` item {number}'s `{field}` is text, got {_kind(value)}")
+        apis.append(Api(tool, name, path.parent.name, description, "full"))
     return apis
