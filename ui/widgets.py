@@ -22,7 +22,7 @@ from core.backends import OFFLINE_LABEL
 from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
 from core.data.toolbench import Api, ApiKey
-from core.store.dburl import open_error, shown
+from core.store.dburl import DatabaseUnavailable, open_error, shown
 from core.study.query_result import ArchResult
 from ui.safe import md
 from ui.index_job import IndexJob, index_job
@@ -62,12 +62,16 @@ def offline_banner(settings: Settings) -> None:
 
 
 def database_trouble(settings: Settings, exc: BaseException) -> str:
-    """A store's failure as one sentence and what to do: never SQLAlchemy's raw text with its help link."""
+    """A store's failure as one line that says what to do (core.store.dburl.open_error's words for a damaged file, a
+    full or read-only disk and a server that does not answer): never SQLAlchemy's raw text with its help link."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    reason = str(open_error(settings.results_url, exc)) if isinstance(exc, SQLAlchemyError) else str(exc)
-    return (f"{reason.rstrip('.')}. Restore the committed results (remove data/results.sqlite, then "
-            "`git checkout data/results.sqlite.gz`) or set DATABASE_URL to another store.")
+    if isinstance(exc, SQLAlchemyError):
+        return str(open_error(settings.results_url, exc))
+    if isinstance(exc, DatabaseUnavailable):  # foreign, damaged archive, newer schema: each says what to do
+        return str(exc)
+    return (f"{type(exc).__name__}: {exc}. Restore the committed results (move data/results.sqlite aside: "
+            "data/results.sqlite.gz unpacks anew) or set DATABASE_URL to another store.")
 
 
 def results_ready(settings: Settings) -> bool:

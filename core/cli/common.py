@@ -19,7 +19,7 @@ from core.retrieval.discovery import QueryError, check_k
 from core.registries import REGISTRY_LIST, registries
 from core.settings import BOUNDS, PROJECT_ROOT, Settings, folder_problem
 from core.study.catalog import parse_ks
-from core.store.dburl import DatabaseUnavailable, normalise, shown
+from core.store.dburl import DatabaseUnavailable, StoreNotWritable, normalise, shown, sqlite_disk_trouble
 
 if TYPE_CHECKING:
     from core.data.registry import Registry
@@ -110,11 +110,16 @@ def sqlite_file_problem(path: Path, writer: bool) -> str | None:
 
 def sqlite_damage(path: Path) -> str | None:
     """SQLite's own quick check of a file, opened read-only so that nothing in it changes; None when intact.
-    A file damaged in the middle opens and even takes writes; only reading the damaged pages fails, later."""
+    A file damaged in the middle opens and even takes writes; only reading the damaged pages fails, later.
+    A check that a full or read-only disk fails (SQLite writes a WAL database's -shm file even to read it) raises
+    StoreNotWritable naming the disk: the file is not called damaged for its disk's sake."""
     try:
         with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
             verdict = str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
     except sqlite3.Error as exc:
+        disk = sqlite_disk_trouble(path, exc)
+        if disk:
+            raise StoreNotWritable(f"cannot read the results database {path}: {disk}") from None
         return str(exc)
     return None if verdict == "ok" else " ".join(verdict.replace("*** in database main ***", "").split())
 

@@ -27,7 +27,8 @@ from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.store.dburl import DatabaseUnavailable
+from core.files import FULL, READ_ONLY, os_error_words
+from core.store.dburl import DatabaseUnavailable, StoreNotWritable
 
 CLAIM_LOCKS = 0x72_75_6E_73  # the first key of the PostgreSQL advisory locks that claim runs (the second: the run id)
 APPLICATION = "tool-discovery-lab"
@@ -83,9 +84,10 @@ class FileClaims:
             return
         try:
             fd = self._lock(run_id)
-        except OSError as exc:
-            raise DatabaseUnavailable(f"cannot claim run {run_id} in {self.folder}: "
-                                      f"{exc.strerror or type(exc).__name__}") from None
+        except OSError as exc:  # a full or read-only disk stops a study as the database's own writes do
+            kind = StoreNotWritable if exc.errno in FULL + READ_ONLY else DatabaseUnavailable
+            raise kind(f"cannot claim run {run_id} in {self.folder}: {os_error_words(exc, self.folder.parent)}"
+                       ) from None
         self._held[run_id] = fd
 
     def _lock(self, run_id: int) -> int:

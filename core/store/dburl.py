@@ -4,14 +4,20 @@ A URL can carry a password (`postgresql+psycopg://user:password@host/db`); nothi
 it. `shown` is the one form of a URL that may reach a log, a page or an error. `postgresql://` and
 `postgres://` (what PostgreSQL's own tools and most hosts hand out) mean the psycopg 3 driver pinned in
 requirements.txt, not SQLAlchemy's default psycopg2, which is not installed.
+A failure reads as what happened and what to do, in one line: a full or read-only disk (StoreNotWritable, which
+stops a study with its runs interrupted, not failed), a damaged file, a server that does not answer.
 sqlalchemy is imported inside the functions: the CLI imports this module for its error handling.
 """
 from __future__ import annotations
 
+import errno
+import os
 import re
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.files import os_error_words
 from core.settings import redact, url_passwords
 
 if TYPE_CHECKING:
@@ -24,6 +30,19 @@ URL_FORM = "dialect+driver://user:password@host:port/database"
 
 class DatabaseUnavailable(RuntimeError):
     """The results database cannot be opened; the one-line message names it without its password and says why."""
+
+
+class StoreNotWritable(DatabaseUnavailable):
+    """The disk holding the results database is full or read-only: nothing is wrong with the database, and a study
+    stopped by it is resumable (core.study.runner marks its runs interrupted)."""
+
+
+DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # SQLite's names for a file that is damaged or not a database
+DISK_BOUND = ("SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_CANTOPEN")  # what a full or read-only disk may also cause
+PG_DISK_FULL = "53100"  # PostgreSQL's SQLSTATE disk_full
+RESTORE = ("Restore the committed results (move {file} aside: data/results.sqlite.gz unpacks anew) or set "
+           "DATABASE_URL to another store")
+REACH = "start the server, or correct DATABASE_URL's host, port, user or password (or point it at another store)"
 
 
 def normalise(url: str) -> URL:
@@ -82,9 +101,66 @@ def shown(url: str | URL) -> str:
     return parsed.render_as_string(hide_password=True)
 
 
+def disk_trouble(folder: Path) -> str | None:
+    """What to say when the disk holding `folder` is mounted read-only or has no space left, with what to do; None
+    when it is neither (or cannot be asked)."""
+    try:
+        disk = os.statvfs(folder)
+    except OSError:
+        return None
+    if disk.f_flag & os.ST_RDONLY:
+        return f"{os_error_words(OSError(errno.EROFS, ''), folder)}: set DATABASE_URL to a writable place"
+    if disk.f_bavail == 0:
+        return full_disk(folder)
+    return None
+
+
+def full_disk(folder: Path) -> str:
+    """A full disk in words, with what to do."""
+    return (f"{os_error_words(OSError(errno.ENOSPC, ''), folder)}: free some space there, or set DATABASE_URL to "
+            "another disk")
+
+
+def sqlite_disk_trouble(path: Path, exc: sqlite3.Error) -> str | None:
+    """disk_trouble's words when SQLite's error on the file at `path` is its disk's doing: "database or disk is full",
+    and the read-only, I/O and cannot-open errors a full or read-only folder gives (SQLite writes its -wal and -shm
+    files beside the database, even to read it in WAL mode); None for any other error."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith("SQLITE_FULL"):
+        return full_disk(path.parent)
+    return disk_trouble(path.parent) if name.startswith(DISK_BOUND) else None
+
+
+def not_writable(url: str, exc: BaseException) -> StoreNotWritable | None:
+    """A driver's or SQLAlchemy's failure as StoreNotWritable when a full or read-only disk caused it; else None."""
+    orig = getattr(exc, "orig", None) or exc
+    path = sqlite_path(url)
+    if path is not None and isinstance(orig, sqlite3.Error):
+        words = sqlite_disk_trouble(path, orig)
+    elif getattr(orig, "sqlstate", None) == PG_DISK_FULL:
+        words = "no space left on the PostgreSQL server's disk: free some space there, or set DATABASE_URL elsewhere"
+    else:
+        words = None
+    return StoreNotWritable(f"cannot write the results database {shown(url)}: {words}") if words else None
+
+
 def open_error(url: str, exc: BaseException) -> DatabaseUnavailable:
-    """A driver's or SQLAlchemy's failure to reach the database as one line, naming it without its password."""
-    detail = " ".join(str(getattr(exc, "orig", None) or exc).split())
+    """A driver's or SQLAlchemy's failure to reach the database as one line, naming it without its password, and
+    what to do: for a full or read-only disk (StoreNotWritable), a damaged SQLite file and a server that does not
+    answer."""
+    from sqlalchemy.exc import OperationalError
+
+    disk = not_writable(url, exc)
+    if disk is not None:
+        return disk
+    orig = getattr(exc, "orig", None) or exc
+    detail = " ".join(str(orig).split())
     detail = re.sub(r"\(Background on this error at: [^)]*\)", "", detail).strip()
     detail = redact(detail, url_passwords(url))
-    return DatabaseUnavailable(f"cannot open the results database {shown(url)}: {type(exc).__name__}: {detail}"[:500])
+    said = f"cannot open the results database {shown(url)}: {type(exc).__name__}: {detail}"[:400]
+    path = sqlite_path(url)
+    if path is not None and (getattr(orig, "sqlite_errorname", "") or "").startswith(DAMAGED):
+        return DatabaseUnavailable(f"{said}. {RESTORE.format(file=path)}.")
+    if isinstance(exc, OperationalError) and url.startswith(PLAIN_POSTGRES):  # the server does not answer, or says no
+        return DatabaseUnavailable(f"{said}; {REACH}.")
+    return DatabaseUnavailable(said)

@@ -15,7 +15,8 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import NoSuchModuleError
 
-from core.store.dburl import normalise, open_error, sqlite_path
+from core.files import CannotWrite, ensure_folder
+from core.store.dburl import StoreNotWritable, normalise, open_error, shown, sqlite_path
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -42,11 +43,15 @@ def _wal(cursor: sqlite3.Cursor) -> None:
 def make_engine(url: str, *, writer: bool = True) -> Engine:
     """An engine with compact JSON; for SQLite a busy timeout on every connection, and for a writer also
     WAL mode, foreign keys and a created parent folder. Readers set nothing that needs a write lock.
-    Raises DatabaseUnavailable (one line, no password) when the URL or its driver is unusable."""
+    Raises DatabaseUnavailable (one line, no password) when the URL or its driver is unusable, StoreNotWritable when
+    the parent folder cannot be made."""
     target = normalise(url)
     path = sqlite_path(url)
     if path is not None and writer:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            ensure_folder(path.parent)
+        except CannotWrite as exc:  # a read-only or full disk: one line, not a traceback
+            raise StoreNotWritable(f"cannot write the results database {shown(url)}: {exc}") from None
     try:
         engine = create_engine(target, json_serializer=_compact_json)
     except (ImportError, NoSuchModuleError) as exc:

@@ -4,14 +4,17 @@ The schema (core.store.schema) is created or migrated on first use (core.store.s
 cleaned before it is written or looked up (core.store.cleaning), and timestamps are UTC. A run is claimed
 (core.store.claims) when it is started or reopened, so two processes never write one run at once, and let go
 when it is finished or the store is closed. A fresh clone's committed results are unpacked first
-(core.store.packing), so a bench appends to them instead of starting an empty file beside them.
+(core.store.packing), so a bench appends to them instead of starting an empty file beside them. A write that a full
+or read-only disk refuses raises StoreNotWritable, one line naming the disk (core.study.runner then marks the
+study's unfinished runs interrupted: `--resume` continues them).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import case, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
@@ -20,14 +23,15 @@ from sqlalchemy.orm import sessionmaker
 
 from core.store.claims import claims_for
 from core.store.cleaning import clean
-from core.store.dburl import open_error, sqlite_path
+from core.store.dburl import not_writable, open_error, sqlite_path
 from core.store.engine import make_engine
 from core.store.failure_kind import named_failure
 from core.store.packing import unpack_if_packed
 from core.store.schema import RESULT_COLUMNS, QueryResult, Run
 from core.store.schema_check import applied_migrations, check_schema
 
-RUN_STATUSES = ("running", "complete", "failed", "skipped")
+RUN_STATUSES = ("running", "complete", "failed", "skipped", "interrupted")  # interrupted: stopped, `--resume` goes on
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,22 @@ def _stored(row: Mapping[str, Any]) -> dict[str, Any]:
     return clean("query_results", values)
 
 
+def _writes(method: Callable[..., T]) -> Callable[..., T]:
+    """A Store method that writes: a full or read-only disk is raised as StoreNotWritable, one line naming the disk,
+    instead of the driver's error (which a study stores as its runs' failure, help link and all)."""
+    @functools.wraps(method)
+    def write(self: Store, *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        except SQLAlchemyError as exc:
+            problem = not_writable(self.url, exc)
+            if problem is None:
+                raise
+            raise problem from None
+
+    return write
+
+
 def _record(run: Run) -> RunRecord:
     spec = RunSpec(**{name: getattr(run, name) for name in SPEC_FIELDS})
     return RunRecord(run.id, spec, run.status, run.n_queries, run.git_commit, run.started_at, run.finished_at,
@@ -125,6 +145,7 @@ class Store:
         self.claims.close()
         self.engine.dispose()
 
+    @_writes
     def start_run(self, spec: RunSpec, n_queries: int, commit: str, config: dict[str, Any] | None = None,
                   status: str = "running", note: str | None = None) -> int:
         """A new run's id; a running one is claimed before any other process can see it."""
@@ -158,6 +179,7 @@ class Store:
             run = s.scalars(select(Run).where(*conditions).order_by(Run.id.desc()).limit(1)).first()
             return None if run is None else _record(run)
 
+    @_writes
     def reopen(self, run_id: int, n_queries: int) -> set[str]:
         """Prepare an unfinished run, claimed by this store, for resuming: drop its errored rows, return the query uids
         it holds."""
@@ -167,6 +189,7 @@ class Store:
                                                                   n_queries=n_queries))
             return set(s.scalars(select(QueryResult.query_uid).where(QueryResult.run_id == run_id)))
 
+    @_writes
     def add_results(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert rows in one transaction: either all of them are stored or none is."""
         if not rows:
@@ -174,6 +197,7 @@ class Store:
         with self.session.begin() as s:
             s.execute(insert(QueryResult), [_stored(row) for row in rows])
 
+    @_writes
     def finish_run(self, run_id: int, status: str = "complete", note: str | None = None) -> None:
         if status not in RUN_STATUSES:
             raise ValueError(f"status must be one of {RUN_STATUSES}")

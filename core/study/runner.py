@@ -5,12 +5,15 @@ arrive (whatever finished since the last commit goes in one transaction), so a r
 point resumes with `resume=True` and ends with every (run, query) row exactly once. The pool takes a
 query's finishing step before the next query's stub call, so PtR's rows are stored as they are done
 rather than after every stub call of the invocation: a stopped study loses only the calls in flight.
+A study stopped by a store that cannot be written (a full or read-only disk) or by the user marks its
+unfinished runs interrupted, not failed: nothing is wrong with them, and `--resume` continues them.
 """
 from __future__ import annotations
 
 import itertools
 import logging
 import queue
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,11 +22,13 @@ from typing import Any
 from core.data.toolbench import Query
 from core.progress import progress_bar
 from core.study.rows import error_row
+from core.store.dburl import StoreNotWritable
 from core.store.store import RunRecord, RunSpec, Store
 
 log = logging.getLogger(__name__)
 
 INSERT_CHUNK = 1000
+INTERRUPTIONS = (StoreNotWritable, KeyboardInterrupt)  # a study stopped by these is continued, not redone
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,8 @@ def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool 
     stubs arrived since the last pass, so FAISS and the encoder see batches, not single queries.
     Whatever rows arrived since the last commit go in one transaction. One pool for all runs keeps
     every worker busy to the end. A step that raises becomes an error row, which a resume redoes.
-    A run is marked complete with its last row; on an exception here, unfinished runs are marked failed.
+    A run is marked complete with its last row; on an exception here, unfinished runs are marked failed, or
+    interrupted when the store could not be written or the user stopped the study (_stop_runs).
     """
     remaining = {job.run_id: len(job.todo) for job in jobs}
     sizes = {job.run_id: store.count_results(job.run_id) + len(job.todo) for job in jobs}
@@ -188,10 +194,7 @@ def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool 
                     store.finish_run(run_id, note=finish_note(failed_rows(store, run_id), sizes[run_id]))
     except BaseException as exc:
         pool.cancel()
-        for run_id, left in remaining.items():
-            if left > 0:
-                store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}"[:1000])
-        raise
+        _stop_runs(store, [run_id for run_id, left in remaining.items() if left > 0], exc)
     finally:
         bar.close()
         pool.shutdown()
@@ -199,7 +202,36 @@ def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool 
 
 def insert_run(store: Store, run_id: int, rows: list[dict[str, Any]]) -> None:
     """A run computed in one go (no LLM calls): its rows in chunks, then marked complete."""
-    for start in range(0, len(rows), INSERT_CHUNK):
-        store.add_results(rows[start:start + INSERT_CHUNK])
-    store.finish_run(run_id, note=finish_note(sum(1 for row in rows if row.get("error")), len(rows)))
+    try:
+        for start in range(0, len(rows), INSERT_CHUNK):
+            store.add_results(rows[start:start + INSERT_CHUNK])
+        store.finish_run(run_id, note=finish_note(sum(1 for row in rows if row.get("error")), len(rows)))
+    except INTERRUPTIONS as exc:
+        _stop_runs(store, [run_id], exc)
 
+
+def _stop_runs(store: Store, run_ids: Sequence[int], exc: BaseException) -> None:
+    """Mark the unfinished runs a study stopped on, then raise: interrupted after one of INTERRUPTIONS, failed
+    otherwise. A store that refuses the mark too leaves a run running, which `--resume` continues as well; a store
+    that cannot be written is raised in one line that says how to go on."""
+    interrupted = isinstance(exc, INTERRUPTIONS)
+    status = "interrupted" if interrupted else "failed"
+    note = (f"interrupted: {str(exc) or 'stopped by the user'}; `--resume` continues it" if interrupted
+            else _failure_note(exc))
+    for run_id in run_ids:
+        try:
+            store.finish_run(run_id, status, note[:1000])
+        except StoreNotWritable:
+            store.release(run_id)
+    if isinstance(exc, StoreNotWritable):
+        runs = f"its {len(run_ids)} interrupted run{'s' if len(run_ids) != 1 else ''}" if run_ids else "it"
+        raise StoreNotWritable(f"{exc}; the study stopped, and `--resume` continues {runs}") from None
+    raise exc
+
+
+def _failure_note(exc: BaseException) -> str:
+    """A failed run's note: the exception in one line; for a database error the driver's words, without the
+    statement, its parameters and the library's help link."""
+    text = re.sub(r"\(Background on this error at: [^)]*\)", "",
+                  f"{type(exc).__name__}: {getattr(exc, 'orig', None) or exc}")
+    return " ".join(text.split())
