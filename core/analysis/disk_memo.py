@@ -13,16 +13,15 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import logging
-import os
 import pickle
 import sys
-import threading
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from core.retrieval.checked_file import checked_bytes, record_digest
+from core.files import CannotWrite
+from core.retrieval.checked_file import checked_bytes, discard, write_checked
 from core.settings import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
@@ -63,20 +62,20 @@ class DiskMemo:
         return value
 
     def _keep(self, path: Path, value: Any) -> None:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-            record_digest(path, hashlib.sha256(data).hexdigest())
-            self._prune(path.parent)
-        except OSError as exc:  # a read-only or full cache folder: the table is simply not kept
-            log.debug("results table not kept in %s: %s", path.parent, exc)
+            write_checked(path, data, hashlib.sha256(data).hexdigest())
+        except CannotWrite as exc:  # a read-only or full cache folder: the table is simply not kept
+            log.debug("results table not kept: %s", exc)
+            return
+        self._prune(path.parent)
 
     @staticmethod
     def _prune(folder: Path) -> None:
-        tables = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime)
+        try:
+            tables = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime)
+        except OSError:  # one removed meanwhile by another process's prune: the next write prunes
+            return
         for old in tables[:-KEEP] if len(tables) > KEEP else []:
             for stale in (old, old.with_name(old.name + ".sha256")):
-                stale.unlink(missing_ok=True)
+                discard(stale)

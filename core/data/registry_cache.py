@@ -15,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import marshal
-import os
 import sys
 from pathlib import Path
 
+from core.files import CannotWrite, ensure_folder, write_atomic
 from core.data.toolbench import Api, is_official_layout, load_registry, registry_path
 
 log = logging.getLogger(__name__)
@@ -62,12 +62,10 @@ def _read(path: Path, source_sha256: str) -> list[Api]:
 
 
 def _write(path: Path, apis: list[Api], source_sha256: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    ensure_folder(path.parent)
     columns = marshal.dumps({f: [getattr(a, f) for a in apis] for f in FIELDS})
-    tmp.write_bytes(marshal.dumps({"source_sha256": source_sha256, "n": len(apis), "columns": columns,
-                                   "columns_sha256": hashlib.sha256(columns).hexdigest()}))
-    os.replace(tmp, path)
+    write_atomic(path, marshal.dumps({"source_sha256": source_sha256, "n": len(apis), "columns": columns,
+                                      "columns_sha256": hashlib.sha256(columns).hexdigest()}))
 
 
 def load_registry_cached(data_dir: Path, which: str, cache_dir: Path) -> list[Api]:
@@ -86,6 +84,6 @@ def load_registry_cached(data_dir: Path, which: str, cache_dir: Path) -> list[Ap
     apis = load_registry(data_dir, which)
     try:
         _write(path, apis, digest)
-    except OSError as exc:  # a read-only cache directory costs speed, not correctness
-        log.warning("could not write the registry cache %s: %s", path, exc)
+    except CannotWrite as exc:  # a read-only or full cache directory costs speed, not correctness
+        log.warning("the parsed registry is not kept, parsed again on every start (%s)", exc)
     return apis

@@ -3,11 +3,13 @@
 INDEX=flat (the default) keeps exact search (core.retrieval.index.VectorIndex). INDEX=hnsw or ivf trades
 exactness for speed on registries far beyond the real 47k APIs: `python -m core index-scale` measures
 both against exact search. ANN indexes of a registry are cached under CACHE_DIR, keyed by the vectors'
-sha256 and the parameters, so an app start loads them instead of rebuilding them.
+sha256 and the parameters, so an app start loads them instead of rebuilding them (or, where CACHE_DIR cannot take
+them, uses the one built from memory, with one line).
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 from dataclasses import asdict, dataclass, replace
@@ -16,10 +18,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from core.retrieval.checked_file import intact, record_digest
+from core.files import CannotWrite
+from core.retrieval.checked_file import intact, write_checked
 from core.retrieval.embedding import assert_normalised
 from core.retrieval.index import VectorIndex, search_args
 from core.settings import Settings
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # FAISS serves HNSW and IVF only: exact search (the default) and the app's start never import it
     import faiss
@@ -218,7 +223,7 @@ def cache_path(cache_dir: Path, spec: IndexSpec, vectors: np.ndarray) -> Path:
 
 def cached_ann(spec: IndexSpec, vectors: np.ndarray, cache_dir: Path) -> tuple[AnnIndex, str]:
     """(index, "cache" or "built"): read from CACHE_DIR when these vectors were indexed with these parameters,
-    else built and written there (atomically: a concurrent start reads a whole file or builds its own)."""
+    else built and written there (atomically, core.files: a concurrent start reads a whole file or builds its own)."""
     import faiss
 
     path = cache_path(cache_dir, spec, vectors)
@@ -228,11 +233,10 @@ def cached_ann(spec: IndexSpec, vectors: np.ndarray, cache_dir: Path) -> tuple[A
         except (RuntimeError, ValueError):  # a foreign file with a matching digest: rebuilt below
             pass
     index = AnnIndex(spec, vectors)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    faiss.write_index(index.index, str(partial))
-    os.replace(partial, path)
-    record_digest(path)
+    try:
+        write_checked(path, lambda fh: faiss.write_index(index.index, faiss.PyCallbackIOWriter(fh.write)))
+    except CannotWrite as exc:
+        log.warning("the %s index is kept in memory, built again on every start (%s)", spec.kind, exc)
     return index, "built"
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from core.files import ensure_folder, writing
 
 MAGIC = b"TDLVEC1\n"
 FORMAT = 1
@@ -78,17 +79,15 @@ def decode_payload(payload: bytes, n: int, dim: int) -> np.ndarray:
 
 def write_artifact(path: Path, vectors: np.ndarray, *, model_id: str, registry: str, key: str,
                    registry_hash: str) -> ArtifactHeader:
-    """Write atomically (temp file + rename); returns the header written."""
+    """Write atomically (core.files: CannotWrite naming the folder when it cannot); returns the header written."""
     payload = encode_payload(vectors)
     header = ArtifactHeader(model_id, registry, int(vectors.shape[0]), int(vectors.shape[1]), key, registry_hash,
                             len(payload), hashlib.sha256(payload).hexdigest())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with tmp.open("wb") as fh:
+    ensure_folder(path.parent)
+    with writing(path) as fh:
         fh.write(MAGIC)
         fh.write(json.dumps(header.to_json(), sort_keys=True).encode() + b"\n")
         fh.write(payload)
-    os.replace(tmp, path)
     return header
 
 

@@ -6,11 +6,13 @@ ONNX Runtime runs the same float32 graph with fused attention, LayerNorm and GEL
 with vectors within 2e-7 of the numpy ones. (int8 weights in the feed-forward layers took it to
 4.8 ms but moved recall@5 by up to 0.014 on a subset, with 63% identical top-5 sets: rejected.)
 The graph is written with the `onnx` helpers from the weights NumpyBertEncoder loads (no torch, no
-download), and cached under CACHE_DIR keyed by the weights' sha256, so it is built once per model.
+download), and cached under CACHE_DIR keyed by the weights' sha256, so it is built once per model. A CACHE_DIR
+that cannot take it (read-only, full) costs a build per start: the graph built is used from memory, with one line.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,8 +20,11 @@ from pathlib import Path
 import numpy as np
 
 from core.retrieval.bert_numpy import NumpyBertEncoder, check_supported, load_tokenizer, sorted_batches, tokenize
-from core.retrieval.checked_file import checked_bytes, record_digest
+from core.files import CannotWrite
+from core.retrieval.checked_file import checked_bytes, write_checked
 from core.retrieval.embedding import ProgressFn
+
+log = logging.getLogger(__name__)
 
 GRAPH_VERSION = 1  # part of the cache key: bump it when the graph below changes
 OPSET = 20  # Gelu is an opset-20 operator
@@ -109,16 +114,16 @@ def graph_path(folder: Path, cache_dir: Path) -> Path:
 
 def cached_graph(folder: Path, model_id: str, cache_dir: Path) -> bytes:
     """The graph for these weights, built once (the weights are read only then), written atomically with its
-    digest, and checked against it on every load (core.retrieval.checked_file); its bytes, read once."""
+    digest, and checked against it on every load (core.retrieval.checked_file); its bytes, read once. Where it
+    cannot be written the graph just built is returned all the same: the same bytes, so the same vectors."""
     path = graph_path(folder, cache_dir)
     graph = checked_bytes(path, "the query encoder's ONNX graph")
     if graph is None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         graph = build_graph(NumpyBertEncoder(folder, model_id))
-        tmp.write_bytes(graph)
-        os.replace(tmp, path)
-        record_digest(path, hashlib.sha256(graph).hexdigest())
+        try:
+            write_checked(path, graph, hashlib.sha256(graph).hexdigest())
+        except CannotWrite as exc:
+            log.warning("the query encoder's ONNX graph is kept in memory, built again on every start (%s)", exc)
     return graph
 
 

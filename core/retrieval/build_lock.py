@@ -4,7 +4,9 @@ Why: an app and a CLI started together each embedded the same 47k documents, on 
 cores. Now the first process to take the lock builds; every other one waits, reports the
 builder's progress from its progress file, and then loads what it wrote. The lock is an OS file
 lock (flock), so a killed builder releases it at once; the progress file it leaves behind is how
-the next builder knows that a build was interrupted, and says so.
+the next builder knows that a build was interrupted, and says so. A CACHE_DIR that cannot hold the lock file
+(read-only, full) cannot keep what is built either, so a waiter would have nothing to load: each process then
+builds alone, without the lock, and keeps its vectors in memory (core.retrieval.embedding says so).
 """
 from __future__ import annotations
 
@@ -18,6 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
+
+from core.files import ensure_folder, write_atomic
+from core.retrieval.checked_file import discard
 
 ProgressFn = Callable[[int, int], None]
 NotifyFn = Callable[[str], None]
@@ -71,22 +76,21 @@ def _pid_alive(pid: int) -> bool:
 
 
 class BuildSlot:
-    """Held by the one process that builds: forwards progress and publishes it for the waiters."""
+    """Held by the one process that builds: forwards progress and publishes it for the waiters (to `path`; None:
+    there is no one to publish to)."""
 
-    def __init__(self, cache_dir: Path, key: str, progress: ProgressFn | None) -> None:
-        self._path = state_path(cache_dir, key)
+    def __init__(self, path: Path | None, progress: ProgressFn | None) -> None:
+        self._path = path
         self._forward = progress
         self._started = time.time()
         self._written = 0.0
 
     def progress(self, done: int, total: int) -> None:
         now = time.time()
-        if now - self._written >= WRITE_EVERY_S or done >= total:
+        if self._path is not None and (now - self._written >= WRITE_EVERY_S or done >= total):
             state = BuildState(os.getpid(), socket.gethostname(), done, total, self._started, now)
-            tmp = self._path.with_name(f"{self._path.name}.{os.getpid()}.tmp")
             try:
-                tmp.write_text(json.dumps(asdict(state)))
-                os.replace(tmp, self._path)
+                write_atomic(self._path, json.dumps(asdict(state)))
                 self._written = now
             except OSError:
                 pass  # waiters then see no progress, but the build itself is unaffected
@@ -98,37 +102,49 @@ class BuildSlot:
         self.progress(0, total)
 
 
+def _acquire(lock: FileLock, cache_dir: Path, key: str, progress: ProgressFn | None, say: NotifyFn,
+             poll_s: float) -> bool:
+    """Wait for the lock, relaying the holder's progress; False when CACHE_DIR cannot hold the lock file."""
+    waited = False
+    try:
+        ensure_folder(cache_dir)
+        while True:
+            try:
+                lock.acquire(timeout=poll_s)
+                return True
+            except Timeout:
+                state = read_state(cache_dir, key)
+                if not waited:
+                    who = f"PID {state.pid}" if state else "another process"
+                    say(f"A build of these embeddings is already running ({who}); waiting for it instead of "
+                        "starting a second one.")
+                    waited = True
+                if state is not None and state.total and progress is not None:
+                    progress(state.done, state.total)
+    except OSError:  # read-only or full (a Timeout, an OSError too, is handled above)
+        return False
+
+
 @contextmanager
 def exclusive_build(cache_dir: Path, key: str, *, progress: ProgressFn | None = None,
                     notify: NotifyFn | None = None, poll_s: float = POLL_S) -> Iterator[BuildSlot]:
-    """Hold the build lock for `key`; while another process holds it, wait and relay its progress.
+    """Hold the build lock for `key`; while another process holds it, wait and relay its progress. Where CACHE_DIR
+    cannot hold the lock, build alone (see the module's docstring).
 
     The caller looks in the cache again once inside: the build it waited for may have written it.
     """
-    cache_dir.mkdir(parents=True, exist_ok=True)
     say = notify or (lambda message: None)
     lock = FileLock(lock_path(cache_dir, key), thread_local=False)
-    waited = False
-    while True:
-        try:
-            lock.acquire(timeout=poll_s)
-            break
-        except Timeout:
-            state = read_state(cache_dir, key)
-            if not waited:
-                who = f"PID {state.pid}" if state else "another process"
-                say(f"A build of these embeddings is already running ({who}); waiting for it instead of "
-                    "starting a second one.")
-                waited = True
-            if state is not None and state.total and progress is not None:
-                progress(state.done, state.total)
+    if not _acquire(lock, cache_dir, key, progress, say, poll_s):
+        yield BuildSlot(None, progress)
+        return
     try:
         previous = read_state(cache_dir, key)
         if previous is not None and previous.pid != os.getpid():
             gone = "its process is gone" if not _pid_alive(previous.pid) else "it no longer holds the lock"
             say(f"A build by PID {previous.pid} stopped at {previous.done:,} of {previous.total:,} documents "
                 f"({gone}); taking it over.")
-        yield BuildSlot(cache_dir, key, progress)
+        yield BuildSlot(state_path(cache_dir, key), progress)
     finally:
-        state_path(cache_dir, key).unlink(missing_ok=True)
+        discard(state_path(cache_dir, key))
         lock.release()

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from core.data.toolbench import Query
+from core.files import CannotWrite, ensure_folder, write_atomic
 from core.evaluation.coupling import coupling
 from core.retrieval.discovery import Retriever
 from core.retrieval.embedding import cache_key, canonical_model_id
@@ -72,13 +72,11 @@ def registry_couplings(settings: Settings, retriever_for: RetrieverFor) -> dict[
 
     value = query_couplings(retriever_for(settings), list(queries_for(settings)))
     path = couplings_path(settings)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(value), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:  # a read-only or full cache only costs the next caller the encode
-        tmp.unlink(missing_ok=True)
+        ensure_folder(path.parent)
+        write_atomic(path, json.dumps(value))
+    except CannotWrite:  # a read-only or full cache only costs the next caller the encode
+        pass
     return value
 
 

@@ -5,23 +5,28 @@ returns the original usage and latency so stored benchmarks stay reproducible. O
 caller accepted (generate_json: it parsed into the expected record) and that fits MAX_CACHED_CHARS is
 stored: a failed call, an empty or malformed reply or one in the wrong schema is never replayed, so a
 query that failed while a server was broken succeeds once it is fixed. A stored reply that the caller
-no longer accepts (written by older code) is dropped on read.
+no longer accepts (written by older code) is dropped on read. Where the file cannot be written (a read-only or
+full CACHE_DIR) the cache lives in memory for the process, starting from the file's rows when it can be read, with
+one warning: a benchmark keeps running, and a run still replays its own answers.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from contextlib import closing
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from core.agents.llm.base import LLMClient, LLMResponse, Usage
+from core.files import CannotWrite, ensure_folder, os_error_words
 from core.settings import redact
 
 log = logging.getLogger(__name__)
@@ -63,25 +68,64 @@ def cache_key(
 
 
 class CallCache:
-    """One SQLite file in WAL mode; a short-lived connection per operation keeps it thread-safe."""
+    """One SQLite file in WAL mode; a short-lived connection per operation keeps it thread-safe. In memory (see the
+    module's docstring) it is one connection, shared under a lock."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._memory: sqlite3.Connection | None = None
+        self._memory_lock = threading.Lock()
         try:
-            self._create()
-        except sqlite3.DatabaseError as exc:
-            self._move_aside(exc)
-            self._create()
+            ensure_folder(self.path.parent)
+            self._open_file()
+        except CannotWrite as exc:
+            self._keep_in_memory(str(exc))
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=30)
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        if self._memory is not None:
+            with self._memory_lock:
+                yield self._memory
+            return
+        with closing(sqlite3.connect(self.path, timeout=30)) as conn:
+            yield conn
+
+    def _open_file(self) -> None:
+        """The file made ready (an unreadable one moved aside first); CannotWrite when its folder cannot take it."""
+        existed = self.path.exists()
+        try:
+            try:
+                self._create()
+            except sqlite3.DatabaseError as exc:
+                if _code(exc) not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+                    raise
+                self._move_aside(exc)
+                self._create()
+        except sqlite3.DatabaseError as exc:
+            if not existed:  # the empty file SQLite made before it found it could not write
+                with suppress(OSError):
+                    self.path.unlink(missing_ok=True)
+            raise CannotWrite(None, f"cannot write {self.path.name}: {_words(exc, self.path.parent)}") from None
+        except OSError as exc:  # moving an unreadable file aside, in a read-only folder
+            raise CannotWrite(exc.errno, f"cannot move {self.path.name} aside: "
+                                         f"{os_error_words(exc, self.path.parent)}") from None
 
     def _create(self) -> None:
-        with self._lock, closing(self._connect()) as conn, conn:
+        with self._lock, self._connection() as conn, conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(_SCHEMA)
+
+    def _keep_in_memory(self, why: str) -> None:
+        log.warning("the LLM call cache is kept in memory for this run (%s)", why)
+        memory = sqlite3.connect(":memory:", check_same_thread=False)
+        try:  # a read-only folder's cache still replays: copy its rows in (immutable: SQLite writes nothing there)
+            with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)) as kept:
+                kept.backup(memory)
+        except sqlite3.Error:  # none there, or unreadable: start empty
+            pass
+        memory.execute(_SCHEMA)
+        self._memory = memory
 
     def _move_aside(self, exc: sqlite3.DatabaseError) -> None:
         """Keep an unreadable file for inspection and start afresh, rather than fail a benchmark."""
@@ -97,7 +141,7 @@ class CallCache:
     def get(self, key: str) -> LLMResponse | None:
         """The stored response marked `cached=True`, or None on a miss or an unreadable row."""
         try:
-            with closing(self._connect()) as conn:
+            with self._connection() as conn:
                 row = conn.execute(
                     "SELECT text, prompt_tokens, output_tokens, thoughts_tokens, latency_s, backend,"
                     " model, attempts FROM llm_calls WHERE key = ?", (key,),
@@ -118,21 +162,35 @@ class CallCache:
                usage.prompt_tokens, usage.output_tokens, usage.thoughts_tokens,
                response.latency_s, response.attempts, time.time())
         try:
-            with self._lock, closing(self._connect()) as conn, conn:
+            with self._lock, self._connection() as conn, conn:
                 conn.execute("INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", row)
         except sqlite3.DatabaseError as exc:
             log.warning("LLM cache write failed (%s); continuing uncached", exc)
 
     def delete(self, key: str) -> None:
         try:
-            with self._lock, closing(self._connect()) as conn, conn:
+            with self._lock, self._connection() as conn, conn:
                 conn.execute("DELETE FROM llm_calls WHERE key = ?", (key,))
         except sqlite3.DatabaseError as exc:
             log.warning("LLM cache delete failed (%s)", exc)
 
     def __len__(self) -> int:
-        with closing(self._connect()) as conn:
+        with self._connection() as conn:
             return int(conn.execute("SELECT COUNT(*) FROM llm_calls").fetchone()[0])
+
+
+def _code(exc: sqlite3.Error) -> int:
+    """SQLite's primary result code of an error (0 when the module raised it itself)."""
+    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+
+
+def _words(exc: sqlite3.Error, folder: Path) -> str:
+    """Why SQLite could not write in `folder`, in core.files' words where the cause can be told."""
+    if _code(exc) == sqlite3.SQLITE_FULL:
+        return os_error_words(OSError(errno.ENOSPC, ""), folder)
+    if os.statvfs(folder).f_flag & os.ST_RDONLY:
+        return os_error_words(OSError(errno.EROFS, ""), folder)
+    return f"{folder} cannot be written ({exc})"
 
 
 class CachedClient:

@@ -4,8 +4,9 @@ LOCAL_MODEL names a declared model (core.local_models; the default when unset) o
 model's file lives in CACHE_DIR/models/ and is verified against its declaration (size, sha256, GGUF
 general.name) before use, its sha256 memoised (see _known_sha); a damaged file is assembled again from
 its source (core.agents.llm.model_install) with one warning, or refused in one line naming
-`make llm MODEL=...`. LOCAL_MODEL=path takes any other GGUF: it must exist and start with the GGUF
-magic, and its sha256 is memoised the same way because every stored result records it.
+`make llm MODEL=...` (and the folder, when models/ cannot be written: the damaged file cannot even be removed).
+LOCAL_MODEL=path takes any other GGUF: it must exist and start with the GGUF magic, and its sha256 is memoised
+the same way because every stored result records it.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from core.agents.llm.model_install import (WHEELS_DIR, LocalModelError, install, install_hint, mismatch,
                                            sha256_file, source_at_hand)
+from core.files import CannotWrite, ensure_folder, os_error_words, write_atomic
 from core.local_models import LOCAL_MODELS, DEFAULT_LOCAL_MODEL, LocalModelSpec
 
 log = logging.getLogger(__name__)
@@ -88,9 +90,9 @@ def _known_sha(path: Path, cache_dir: Path) -> str:
         pass
     digest = sha256_file(path)
     try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        memo.write_text(json.dumps({"path": str(path), "sha256": digest, "check": _memo_check(identity, digest)}))
-    except OSError:
+        ensure_folder(memo.parent)
+        write_atomic(memo, json.dumps({"path": str(path), "sha256": digest, "check": _memo_check(identity, digest)}))
+    except CannotWrite:
         pass  # computed again next time, nothing else
     return digest
 
@@ -142,7 +144,11 @@ def declared_file(spec: LocalModelSpec, cache_dir: Path) -> Path:
         problem = mismatch(spec, path, _known_sha(path, cache_dir) if path.stat().st_size == spec.size else None)
         if problem is None:
             return path
-        path.unlink()
+        try:
+            path.unlink()
+        except OSError as exc:  # a read-only models/ folder: nothing can be assembled there either
+            raise LocalModelError(f"{problem}, and it cannot be removed: {os_error_words(exc, path.parent)}; make it "
+                                  f"writable (or set CACHE_DIR elsewhere) and {install_hint(spec)}.") from None
         if not source_at_hand(spec, WHEELS_DIR):
             raise LocalModelError(f"{problem}; removed it: {install_hint(spec)} to assemble it again.")
         log.warning("%s; assembling it again from its source", problem)

