@@ -17,6 +17,10 @@ from typing import TypeVar
 
 from core.agents.llm.base import LLMError
 
+# A call whose timeout was cut to the budget's rest can fail a moment before the budget's own wait ends: its
+# timeout is then the budget's, and said so.
+BUDGET_RACE_S = 0.05
+
 T = TypeVar("T")
 
 _deadline: ContextVar[tuple[float, float] | None] = ContextVar("llm_query_deadline", default=None)
@@ -84,5 +88,8 @@ def bounded(fn: Callable[[], T]) -> T:
         raise LLMError("timeout", f"the query's time budget of {budget_s():.0f} s ran out during the call")
     ok, value = outcome[0]
     if not ok:
+        spent = (remaining_s() or 0.0) <= BUDGET_RACE_S
+        if isinstance(value, LLMError) and value.kind == "timeout" and spent:  # the call's own timeout was the budget
+            raise LLMError("timeout", f"the query's time budget of {budget_s():.0f} s ran out during the call") from None
         raise value  # type: ignore[misc]
     return value  # type: ignore[return-value]
