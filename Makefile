@@ -64,7 +64,7 @@ index-artifact: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m core bench all
 
-# Regenerate the committed results (offline backend, full registry); see README for timings.
+# Regenerate the committed results (offline backend, full registry); see docs/benchmarks.md for timings.
 results: $(STAMP)
 	rm -f data/results.sqlite data/results.sqlite-wal data/results.sqlite-shm data/results.sqlite.gz
 	$(PY) -m core bench main --subsets all
@@ -80,7 +80,7 @@ results-local: llm
 	LLM_BACKEND=local $(PY) -m core bench hybrid --subsets all
 	$(PY) -m core pack
 
-# The model-size study (README: "The model-size study"): each Qwen model's stubs, PtR and hybrid for every
+# The model-size study (docs/benchmarks.md: "Three local models, and the model-size study"): each Qwen model's stubs, PtR and hybrid for every
 # query, both planners on a stratified sample of 60 per subset, and the k sweep; the instruction subsets of both
 # models first, subset by subset (G2, the multi-tool question, first), so that each finished invocation leaves
 # complete runs; then the 0.5B's other subsets, then gemma-3-270m again with its planner's fixed refusal marker.
