@@ -989,6 +989,49 @@ def describe(root: Path) -> str:
     return (git("rev-parse", "--short", "HEAD") or "unknown") + (" + uncommitted changes" if dirty else "")
 
 
+def run_all(root: Path, chosen: Sequence[Case], mem_bytes: int, gguf: Path | None, json_path: Path | None,
+            name: str) -> int:
+    """Set up one Lab against `root`, run the chosen cases in it and print (and write, with `json_path`) the table
+    of verdicts per group; every mount a case left under the work folder is undone before it is removed."""
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    started, load = time.monotonic(), [os.getloadavg()]
+    work = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    try:
+        lab = Lab(root, work, sys.executable, mem_bytes, gguf)
+        say(f"{name}: {len(chosen)} cases against {root} ({describe(root)}), work in {work}")
+        lab.setup(say)
+        results = []
+        for case in chosen:
+            results.append(run_case(lab, case))
+            load.append(os.getloadavg())
+            r = results[-1]
+            say(f"[{r['group']}] {r['case']}: {r['verdict']} ({r['seconds']} s) {r['why']}")
+    finally:
+        subprocess.run(["umount", "-R", "-l", str(work)], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    rows = table(results)
+    summary = {"root": str(root), "commit": describe(root), "seconds": round(time.monotonic() - started, 1),
+               "load_1min": {"min": min(x[0] for x in load), "max": max(x[0] for x in load),
+                             "mean": round(sum(x[0] for x in load) / len(load), 2)},
+               "table": rows}
+    if json_path:
+        json_path.write_text(json.dumps({**summary, "cases": results}, indent=1))
+    print(f"{root} ({summary['commit']}): {summary['seconds']:.0f} s, 1-min load "
+          f"{summary['load_1min']['min']:.1f}-{summary['load_1min']['max']:.1f}")
+    print(f"{'group':<28}{'tried':>6}" + "".join(f"{v:>10}" for v in VERDICTS))
+    for row in rows:
+        print(f"{row['group']:<28}{row['tried']:>6}" + "".join(f"{row[v]:>10}" for v in VERDICTS))
+    skipped = [r for r in results if r["verdict"] == SKIPPED]
+    for r in skipped:
+        print(f"skipped: {r['case']}: {r['why']}")
+    for r in results:
+        if r["verdict"] not in (CLEAN, SKIPPED):
+            print(f"{r['verdict']:<9} [{r['group']}] {r['case']}: {r['why']}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=HERE, help="the checkout to test (default: this repository)")
@@ -1003,43 +1046,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = [c for c in cases() if not (c.timing and args.skip_timing)
               and args.cases.lower() in f"{GROUPS[c.group]} {c.name}".lower()]
 
-    def say(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
-
-    started, load = time.monotonic(), [os.getloadavg()]
-    work = Path(tempfile.mkdtemp(prefix="hostile-"))
-    try:
-        lab = Lab(root, work, sys.executable, int(args.mem_gb * 2**30),
-                  args.gguf if any(c.model for c in chosen) else None)
-        say(f"hostile: {len(chosen)} cases against {root} ({describe(root)}), work in {work}")
-        lab.setup(say)
-        results = []
-        for case in chosen:
-            results.append(run_case(lab, case))
-            load.append(os.getloadavg())
-            r = results[-1]
-            say(f"[{r['group']}] {r['case']}: {r['verdict']} ({r['seconds']} s) {r['why']}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    rows = table(results)
-    summary = {"root": str(root), "commit": describe(root), "seconds": round(time.monotonic() - started, 1),
-               "load_1min": {"min": min(x[0] for x in load), "max": max(x[0] for x in load),
-                             "mean": round(sum(x[0] for x in load) / len(load), 2)},
-               "table": rows}
-    if args.json:
-        args.json.write_text(json.dumps({**summary, "cases": results}, indent=1))
-    print(f"{root} ({summary['commit']}): {summary['seconds']:.0f} s, 1-min load "
-          f"{summary['load_1min']['min']:.1f}-{summary['load_1min']['max']:.1f}")
-    print(f"{'group':<28}{'tried':>6}" + "".join(f"{v:>10}" for v in VERDICTS))
-    for row in rows:
-        print(f"{row['group']:<28}{row['tried']:>6}" + "".join(f"{row[v]:>10}" for v in VERDICTS))
-    skipped = [r for r in results if r["verdict"] == SKIPPED]
-    for r in skipped:
-        print(f"skipped: {r['case']}: {r['why']}")
-    for r in results:
-        if r["verdict"] not in (CLEAN, SKIPPED):
-            print(f"{r['verdict']:<9} [{r['group']}] {r['case']}: {r['why']}")
-    return 0
+    return run_all(root, chosen, int(args.mem_gb * 2**30), args.gguf if any(c.model for c in chosen) else None,
+                   args.json, "hostile")
 
 
 if __name__ == "__main__":

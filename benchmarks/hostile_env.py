@@ -21,8 +21,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
@@ -30,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import hostile as h  # noqa: E402  (round two's harness: Lab, Box, Proc and the verdicts)
-from hostile import CLEAN, LOST, QUERY, SKIPPED, TRACEBACK, VERDICTS, WRONG, Box, Case, Lab, Outcome, core  # noqa: E402
+from hostile import CLEAN, LOST, QUERY, TRACEBACK, WRONG, Box, Case, Lab, Outcome, core  # noqa: E402
 
 GROUPS = {8: "8 read-only folders", 9: "9 a full disk", 10: "10 wrong-shaped data", 11: "11 foreign archives",
           12: "12 invisible characters"}
@@ -349,39 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = args.root.resolve()
     h.GROUPS.update(GROUPS)
     chosen = [c for c in cases() if args.cases.lower() in f"{GROUPS[c.group]} {c.name}".lower()]
-    started, load = time.monotonic(), [os.getloadavg()]
-    work = Path(tempfile.mkdtemp(prefix="hostile-env-"))
-    try:
-        lab = Lab(root, work, sys.executable, int(args.mem_gb * 2**30), None)
-        print(f"hostile_env: {len(chosen)} cases against {root} ({h.describe(root)}), work in {work}",
-              file=sys.stderr, flush=True)
-        lab.setup(lambda text: print(text, file=sys.stderr, flush=True))
-        results = []
-        for case in chosen:
-            results.append(h.run_case(lab, case))
-            load.append(os.getloadavg())
-            r = results[-1]
-            print(f"[{r['group']}] {r['case']}: {r['verdict']} ({r['seconds']} s) {r['why']}", file=sys.stderr,
-                  flush=True)
-    finally:
-        subprocess.run(["umount", "-R", "-l", str(work)], capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
-    rows = h.table(results)
-    summary = {"root": str(root), "commit": h.describe(root), "seconds": round(time.monotonic() - started, 1),
-               "load_1min": {"min": min(x[0] for x in load), "max": max(x[0] for x in load)}, "table": rows}
-    if args.json:
-        args.json.write_text(json.dumps({**summary, "cases": results}, indent=1))
-    print(f"{root} ({summary['commit']}): {summary['seconds']:.0f} s, 1-min load "
-          f"{summary['load_1min']['min']:.1f}-{summary['load_1min']['max']:.1f}")
-    print(f"{'class':<28}{'tried':>6}" + "".join(f"{v:>10}" for v in VERDICTS))
-    for row in rows:
-        print(f"{row['group']:<28}{row['tried']:>6}" + "".join(f"{row[v]:>10}" for v in VERDICTS))
-    for r in results:
-        if r["verdict"] == SKIPPED:
-            print(f"skipped: {r['case']}: {r['why']}")
-        elif r["verdict"] != CLEAN:
-            print(f"{r['verdict']:<9} [{r['group']}] {r['case']}: {r['why']}")
-    return 0
+    return h.run_all(root, chosen, int(args.mem_gb * 2**30), None, args.json, "hostile_env")
 
 
 if __name__ == "__main__":
