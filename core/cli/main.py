@@ -304,7 +304,6 @@ CACHE_WRITERS = frozenset({"bench", "index", "index-scale", "query", "eval", "pe
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    one_blas_thread()
     parser, handlers = build_parser()
     args = parser.parse_args(argv)
     settings: Settings | None = None
@@ -312,6 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_for(args)
         if args.command in CACHE_WRITERS:
             check_cache_dir(settings.cache_dir)
+        one_blas_thread()  # here, not before parsing: --help and refused arguments need no numpy
         started = time.perf_counter()
         code = handlers[args.command](args, settings)
         logging.getLogger(__name__).debug("%s took %.2f s", args.command, time.perf_counter() - started)
