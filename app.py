@@ -82,8 +82,8 @@ page = st.navigation(PAGES)
 
 try:
     settings = base_settings()
-    check_cache_dir(settings.cache_dir)
-except ValueError as exc:  # a bad REGISTRY or LLM_BACKEND value, a CACHE_DIR that cannot be written: say which, stop
+    cache_warning = check_cache_dir(settings.cache_dir)
+except ValueError as exc:  # a bad REGISTRY or LLM_BACKEND value, a CACHE_DIR that cannot be a folder: say which, stop
     error(f"Configuration error: {exc}")
     st.stop()
 
@@ -112,5 +112,7 @@ try:
 except DataNotFoundError:
     st.sidebar.caption("Index: no ToolBench data found")
 
+if cache_warning:
+    st.warning(md(cache_warning), icon=":material/info:")
 offline_banner(settings)
 page.run()

@@ -24,9 +24,10 @@ class CannotWrite(OSError):
     """A file could not be written: its folder is full, read-only or not ours. An OSError with the original errno,
     whose message is one plain sentence naming the folder."""
 
-    def __init__(self, code: int | None, message: str) -> None:
+    def __init__(self, code: int | None, message: str, folder: Path | None = None) -> None:
         super().__init__(code, message)
         self.message = message
+        self.folder = folder
 
     def __str__(self) -> str:
         return self.message
@@ -44,11 +45,40 @@ def os_error_words(exc: OSError, folder: Path) -> str:
     return f"{folder} cannot be written ({exc.strerror or type(exc).__name__})"
 
 
+def disk_errno(folder: Path) -> int | None:
+    """EROFS or ENOSPC when the disk holding `folder` is mounted read-only or has no space left; None when it is
+    neither, or cannot be asked. For errors that carry no errno of their own, such as SQLite's."""
+    try:
+        disk = os.statvfs(folder)
+    except OSError:
+        return None
+    if disk.f_flag & os.ST_RDONLY:
+        return errno.EROFS
+    return errno.ENOSPC if disk.f_bavail == 0 else None
+
+
 def cannot_write(exc: OSError, path: Path) -> CannotWrite:
     """A CannotWrite for `exc` met while writing `path` (passed through when it is one already)."""
     if isinstance(exc, CannotWrite):
         return exc
-    return CannotWrite(exc.errno, f"cannot write {path.name}: {os_error_words(exc, path.parent)}")
+    return CannotWrite(exc.errno, f"cannot write {path.name}: {os_error_words(exc, path.parent)}", path.parent)
+
+
+_TOLD: set[Path] = set()
+
+
+def told_unwritable(folder: Path) -> None:
+    """Record that the user has been told, in one line, that `folder` cannot be written (CACHE_DIR's check)."""
+    _TOLD.add(folder.resolve())
+
+
+def untold(exc: CannotWrite) -> bool:
+    """Whether a cache falling back to memory for `exc` should say so: not when its folder lies in one the user was
+    told of already, so a read-only CACHE_DIR is one line, not one per cache."""
+    if exc.folder is None:
+        return True
+    folder = exc.folder.resolve()
+    return not any(folder == told or told in folder.parents for told in _TOLD)
 
 
 def temporary_name(path: Path) -> Path:
@@ -96,4 +126,5 @@ def ensure_folder(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise CannotWrite(exc.errno, f"cannot make {folder.name}: {os_error_words(exc, folder.parent)}") from None
+        raise CannotWrite(exc.errno, f"cannot make {folder.name}: {os_error_words(exc, folder.parent)}",
+                          folder.parent) from None

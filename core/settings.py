@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from core.backends import Backend, backend as backend_named
+from core.files import os_error_words, told_unwritable
 from core.registries import RegistryDecl, registry_decl
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -109,21 +110,28 @@ def folder_problem(folder: Path, writable: bool) -> str | None:
     return None
 
 
-def check_cache_dir(path: Path) -> None:
-    """CACHE_DIR must be a folder this process can write: the ONNX graph, the parsed registry, the decoded index,
-    the assembled models and the LLM call cache are written there. Else one line (a read-only or impossible folder
-    once gave OSError or FileNotFoundError tracebacks from the first cache write)."""
-    problem = folder_problem(path, writable=True)
+def check_cache_dir(path: Path) -> str | None:
+    """CACHE_DIR must be a folder: the ONNX graph, the parsed registry, the decoded index, the assembled models and
+    the LLM call cache live there. One that cannot be a folder (a file, a path that cannot be made) is refused in
+    one line (it once gave OSError or FileNotFoundError tracebacks from the first cache write). An existing folder
+    that cannot be written is not fatal: each cache then works in memory, and the one line returned says so."""
+    problem = folder_problem(path, writable=False)
     if problem is None:
         try:
             path.mkdir(parents=True, exist_ok=True)
-            probe = path / f".write-probe-{os.getpid()}"
-            probe.write_bytes(b"")
-            probe.unlink()
         except OSError as exc:
-            problem = f"cannot be written ({exc.strerror or type(exc).__name__})"
+            problem = f"cannot be created ({exc.strerror or type(exc).__name__})"
     if problem:
         raise ValueError(f"CACHE_DIR {path} {problem}; set CACHE_DIR to a folder this user can write")
+    try:
+        probe = path / f".write-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        told_unwritable(path)
+        return (f"CACHE_DIR: {os_error_words(exc, path)}; the caches are kept in memory for this run, so each start "
+                f"builds them again")
+    return None
 
 
 def bounded_setting(values: dict[str, str], name: str, default: str) -> int | float:

@@ -119,7 +119,7 @@ def test_a_cache_dir_that_cannot_be_written_is_one_line(app_env, monkeypatch) ->
     monkeypatch.setenv("CACHE_DIR", "/proc/self/nope")
     at = page("app.py")
     no_exception(at)
-    assert any("CACHE_DIR /proc/self/nope cannot be written" in e.replace("\\", "") for e in texts(at, "error"))
+    assert any("CACHE_DIR /proc/self/nope cannot be created" in e.replace("\\", "") for e in texts(at, "error"))
 
 
 def test_a_corrupt_results_database_gives_one_sentence_and_what_to_do(app_env, monkeypatch, tmp_path) -> None:

@@ -143,7 +143,7 @@ CASES = [
     Case("bench-limit-0", ("bench", "ksweep", "--limit", "0"), ("--limit", "from 1 to")),
     Case("bench-limit-negative", ("bench", "ksweep", "--limit", "-2"), ("--limit", "from 1 to")),
     Case("bench-runs-0", ("bench", "main", "--runs", "0"), ("--runs", "from 1 to 100")),
-    Case("cache-dir-in-proc", ("query", "hotels"), ("CACHE_DIR /proc/self/nope cannot be written",),
+    Case("cache-dir-in-proc", ("query", "hotels"), ("CACHE_DIR /proc/self/nope cannot be created",),
          {"CACHE_DIR": "/proc/self/nope"}),
     Case("bench-runs-huge", ("bench", "main", "--runs", "99999999999999999999"), ("--runs", "from 1 to 100")),
     Case("bench-concurrency-huge", ("bench", "main", "--concurrency", "100000"), ("--concurrency", "from 1 to 256")),

@@ -28,6 +28,7 @@ from core.agents.llm import CallCache, LLMResponse, Usage
 from core.agents.llm.local_model import _known_sha, declared_file
 from core.agents.llm.model_install import LocalModelError, assemble
 from core.analysis.disk_memo import DiskMemo
+from core.data import imports
 from core.data.registry import Registry
 from core.data.registry_cache import load_registry_cached
 from core.files import CannotWrite
@@ -127,6 +128,37 @@ def test_a_read_only_cache_builds_the_vectors_in_memory(tmp_path: Path, fake_enc
         [line] = said
         assert "kept in memory" in line and f"{cache} is read-only" in line
         assert files_in(cache) == []
+
+
+def test_a_wholly_read_only_cache_dir_is_one_line_and_rtp_answers(tmp_path: Path) -> None:
+    """Before: refused at start ("CACHE_DIR … cannot be written"), so RtP did not answer though nothing it needs
+    has to be written. Now one line, and each cache (parsed registry, ONNX graph, vectors) kept in memory quietly."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with read_only(cache):
+        out = query_cli(tmp_path, cache)
+        result = answered(out)
+        assert [hit["tool_name"] for hit in result["rtp"]["hits"]][:2] == ["Hotels", "Hotels"]
+        [line] = said(out)
+        assert line == (f"note: CACHE_DIR: {cache} is read-only; the caches are kept in memory for this run, so each "
+                        f"start builds them again")
+        assert files_in(cache) == []
+
+
+def test_writing_the_shipped_index_into_a_read_only_folder_is_one_line(tmp_path: Path) -> None:
+    """Before: `index --write-artifact` into a read-only INDEX_DIR died with an OSError traceback (errno 30)."""
+    index = tmp_path / "index"
+    index.mkdir()
+    query_cli(tmp_path, tmp_path / "cache", ENCODER_RUNTIME="numpy")  # tiny data written, registry cached
+    env = {k: v for k, v in os.environ.items() if k not in ("REGISTRY", "ENCODER_RUNTIME")}
+    env.update(TOOLBENCH_DATA=str(tmp_path / "toolbench"), CACHE_DIR=str(tmp_path / "cache"), INDEX_DIR=str(index),
+               LLM_BACKEND="offline")
+    with read_only(index):
+        out = subprocess.run([sys.executable, "-m", "core", "index", "--write-artifact"], cwd=PROJECT_ROOT,
+                             capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    [line] = [line for line in said(out) if line.startswith("error:")]
+    assert f"{index} is read-only" in line and files_in(index) == []
 
 
 # ---------------------------------------------------------------- case 10: a damaged graph in a read-only onnx/
@@ -304,6 +336,16 @@ def _build_progress(cache: Path, tmp_path: Path) -> None:
         assert not state_path(cache, "key").exists()
 
 
+def _imported_registry(cache: Path, tmp_path: Path) -> None:
+    """As `registry add` does: staged, committed, and on any error the staging folder discarded."""
+    staged = imports.stage(cache, "mine", "mcp", PROJECT_ROOT / "data" / "registries" / "livemcpbench" / "tools.json")
+    try:
+        imports.commit(staged)
+    except BaseException:
+        imports.discard(staged)
+        raise
+
+
 def _raises(write: Callable[[Path, Path], None]) -> Callable[[Path, Path], None]:
     def check(cache: Path, tmp_path: Path) -> None:
         with pytest.raises(CannotWrite, match=f"no space left on the disk holding {cache}"):
@@ -332,7 +374,8 @@ def _digest(cache: Path, tmp_path: Path) -> None:
 
 WRITERS = {"registry cache": _registry_cache, "results table": _results_table, "ANN index": _ann_index,
            "couplings": _couplings, "model sha memo": _model_sha_memo, "build progress": _build_progress,
-           "embeddings": _raises(_embeddings), "artifact": _raises(_artifact), "digest": _raises(_digest)}
+           "embeddings": _raises(_embeddings), "artifact": _raises(_artifact), "digest": _raises(_digest),
+           "imported registry": _raises(_imported_registry)}
 
 
 @pytest.mark.parametrize("writer", WRITERS)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from core.cli.common import add_common
+from core.files import write_atomic
 from core.settings import PROJECT_ROOT, Settings
 from core.study.catalog import parse_sizes
 
@@ -200,7 +201,7 @@ def run_index_scale(settings: Settings, sizes: list[int | None], seed: int, kind
 
 def cmd_index_scale(args: argparse.Namespace, settings: Settings) -> int:
     report = run_index_scale(settings, args.sizes, args.seed, tuple(args.kinds.split(",")))
-    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    write_atomic(Path(args.out), json.dumps(report, indent=1) + "\n")
     print(json.dumps(report) if args.json else f"wrote {args.out} ({len(report['rows'])} rows; {LABEL})")
     return 0
 

@@ -23,6 +23,7 @@ from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_v
 from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, SUBSETS, subset_order
 from core.progress import progress_callback
 from core.retrieval.discovery import QueryError, clean_query
+from core.files import CannotWrite
 from core.settings import BOUNDS, DataNotFoundError, Settings, check_cache_dir, redact
 from core.study.catalog import positive
 from core.store.dburl import DatabaseUnavailable
@@ -309,8 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings: Settings | None = None
     try:
         settings = settings_for(args)
-        if args.command in CACHE_WRITERS:
-            check_cache_dir(settings.cache_dir)
+        if args.command in CACHE_WRITERS and (warning := check_cache_dir(settings.cache_dir)):
+            print(f"note: {warning}", file=sys.stderr)
         one_blas_thread()  # here, not before parsing: --help and refused arguments need no numpy
         started = time.perf_counter()
         code = handlers[args.command](args, settings)
@@ -319,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (QueryError, UsageError, ValueError) as exc:
         print(f"error: {redact(str(exc), settings.secrets() if settings else ())}", file=sys.stderr)
         return 2
-    except DataNotFoundError as exc:
+    except (DataNotFoundError, CannotWrite) as exc:  # CannotWrite: e.g. `index --write-artifact` into a read-only data/
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except DatabaseUnavailable as exc:  # SchemaMismatch too

@@ -19,6 +19,7 @@ from core.data.query_sets import QuerySet, read_query_set
 from core.data.registry import Registry
 from core.data.sources import source
 from core.data.toolbench import DataUnreadable
+from core.files import cannot_write, ensure_folder, write_atomic
 from core.registries import IMPORTED, MANIFEST, registries
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
@@ -69,18 +70,21 @@ def stage(root: Path, name: str, fmt: str, path: Path, queries: Path | None = No
     if size > MAX_INPUT_BYTES:
         raise DataUnreadable(f"{path.name} is {size / 2**20:.0f} MB; an import takes at most {MAX_INPUT_BYTES // 2**20} MB")
     base = imported_dir(root)
-    base.mkdir(parents=True, exist_ok=True)
+    ensure_folder(base)
     folder = base / f".{name}.staging-{os.getpid()}"
     shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
+    ensure_folder(folder)
     try:
         tools = "tools" + ("" if path.is_dir() else "".join(path.suffixes[-2:] if path.name.endswith(".gz") else path.suffixes[-1:]))
         apis = reader.read(path, name)  # the input itself, so that a message names the user's file
         registry = Registry(name, tuple(apis))
         query_set = read_query_set(queries, apis) if queries is not None else None
-        (shutil.copytree if path.is_dir() else shutil.copyfile)(path, folder / tools)
-        if queries is not None:
-            shutil.copyfile(queries, folder / "queries.jsonl")
+        try:
+            (shutil.copytree if path.is_dir() else shutil.copyfile)(path, folder / tools)
+            if queries is not None:
+                shutil.copyfile(queries, folder / "queries.jsonl")
+        except OSError as exc:
+            raise cannot_write(exc, folder / tools) from None
         inputs = [{"file": str(p.relative_to(folder)), "bytes": p.stat().st_size, "sha256": _sha256(p)}
                   for p in _files(folder)]
         manifest = {"name": name, "format": fmt, "tools": tools, "queries": "queries.jsonl" if queries else "",
@@ -98,9 +102,13 @@ def stage(root: Path, name: str, fmt: str, path: Path, queries: Path | None = No
 
 
 def commit(staged: Staged) -> Path:
-    """Write the manifest and rename the staging folder into place: the registry appears whole."""
-    (staged.folder / MANIFEST).write_text(json.dumps(staged.manifest, indent=1, ensure_ascii=False), encoding="utf-8")
-    os.rename(staged.folder, staged.final)
+    """Write the manifest and rename the staging folder into place: the registry appears whole (CannotWrite, in
+    words, when the disk is full or read-only; the caller discards the staging folder)."""
+    write_atomic(staged.folder / MANIFEST, json.dumps(staged.manifest, indent=1, ensure_ascii=False))
+    try:
+        os.rename(staged.folder, staged.final)
+    except OSError as exc:
+        raise cannot_write(exc, staged.final) from None
     return staged.final
 
 

@@ -18,7 +18,7 @@ import marshal
 import sys
 from pathlib import Path
 
-from core.files import CannotWrite, ensure_folder, write_atomic
+from core.files import CannotWrite, ensure_folder, untold, write_atomic
 from core.data.toolbench import Api, is_official_layout, load_registry, registry_path
 
 log = logging.getLogger(__name__)
@@ -85,5 +85,6 @@ def load_registry_cached(data_dir: Path, which: str, cache_dir: Path) -> list[Ap
     try:
         _write(path, apis, digest)
     except CannotWrite as exc:  # a read-only or full cache directory costs speed, not correctness
-        log.warning("the parsed registry is not kept, parsed again on every start (%s)", exc)
+        if untold(exc):
+            log.warning("the parsed registry is not kept, parsed again on every start (%s)", exc)
     return apis

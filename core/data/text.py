@@ -5,7 +5,8 @@ space U+200B becomes a space (it marks a word boundary; the tokenizer would othe
 "find\\u200bhotels" searched as "findhotels" returned theatre and police APIs for a hotel query), every other format
 character (Unicode category Cf: zero-width joiners and non-joiners, the word joiner, BOM, bidi marks) is removed,
 and runs of whitespace become one space. None of the 2,548 stored benchmark queries changes token by token under
-it, so no stored figure moves. Registry documents are embedded as they are (see README, "Text normalisation").
+it, so no stored figure moves. Registry documents are embedded as they are: normalising them moved LiveMCPBench's
+RtP top-5 on 6 of 94 queries, for the worse (README, "Text normalisation"; benchmarks/document_normalisation.py).
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from core.files import CannotWrite
+from core.files import CannotWrite, untold
 from core.retrieval.checked_file import intact, write_checked
 from core.retrieval.embedding import assert_normalised
 from core.retrieval.index import VectorIndex, search_args
@@ -236,7 +236,8 @@ def cached_ann(spec: IndexSpec, vectors: np.ndarray, cache_dir: Path) -> tuple[A
     try:
         write_checked(path, lambda fh: faiss.write_index(index.index, faiss.PyCallbackIOWriter(fh.write)))
     except CannotWrite as exc:
-        log.warning("the %s index is kept in memory, built again on every start (%s)", spec.kind, exc)
+        if untold(exc):
+            log.warning("the %s index is kept in memory, built again on every start (%s)", spec.kind, exc)
     return index, "built"
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from core.retrieval.bert_numpy import NumpyBertEncoder, check_supported, load_tokenizer, sorted_batches, tokenize
-from core.files import CannotWrite
+from core.files import CannotWrite, untold
 from core.retrieval.checked_file import checked_bytes, write_checked
 from core.retrieval.embedding import ProgressFn
 
@@ -123,7 +123,8 @@ def cached_graph(folder: Path, model_id: str, cache_dir: Path) -> bytes:
         try:
             write_checked(path, graph, hashlib.sha256(graph).hexdigest())
         except CannotWrite as exc:
-            log.warning("the query encoder's ONNX graph is kept in memory, built again on every start (%s)", exc)
+            if untold(exc):
+                log.warning("the query encoder's ONNX graph is kept in memory, built again on every start (%s)", exc)
     return graph
 
 

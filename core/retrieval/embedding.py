@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
-from core.files import CannotWrite, ensure_folder, write_atomic, writing
+from core.files import CannotWrite, ensure_folder, untold, write_atomic, writing
 from core.retrieval.build_lock import NotifyFn, ProgressFn, exclusive_build
 from core.retrieval.checked_file import discard, file_sha256
 from core.retrieval.artifact import ArtifactError, artifact_name, read_artifact, read_header
@@ -203,7 +203,8 @@ def _from_artifact(artifact_dir: Path, cache_dir: Path, model_id: str, dim: int,
         try:
             save_cached(cache_dir, decoded_key, vectors, model_id, registry, {"artifact": path.name})
         except CannotWrite as exc:  # costs a decode per start (0.35 s), nothing else
-            say(f"The decoded index is kept in memory for this run ({exc}); it is decoded again on every start.")
+            if untold(exc):
+                say(f"The decoded index is kept in memory for this run ({exc}); it is decoded again on every start.")
         return vectors
     except ArtifactError as exc:
         say(f"The shipped index cannot be used: {exc}. Embedding the {len(registry):,} documents instead.")
@@ -242,6 +243,7 @@ def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path, pro
         try:
             save_cached(cache_dir, key, vectors, encoder.model_id, registry)
         except CannotWrite as exc:
-            say(f"The embeddings of the {len(registry):,} documents are kept in memory for this run ({exc}); "
-                "they are embedded again on the next start.")
+            if untold(exc):
+                say(f"The embeddings of the {len(registry):,} documents are kept in memory for this run ({exc}); "
+                    "they are embedded again on the next start.")
     return vectors, "built"

@@ -11,13 +11,12 @@ sqlalchemy is imported inside the functions: the CLI imports this module for its
 from __future__ import annotations
 
 import errno
-import os
 import re
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.files import os_error_words
+from core.files import disk_errno, os_error_words
 from core.settings import redact, url_passwords
 
 if TYPE_CHECKING:
@@ -104,15 +103,10 @@ def shown(url: str | URL) -> str:
 def disk_trouble(folder: Path) -> str | None:
     """What to say when the disk holding `folder` is mounted read-only or has no space left, with what to do; None
     when it is neither (or cannot be asked)."""
-    try:
-        disk = os.statvfs(folder)
-    except OSError:
-        return None
-    if disk.f_flag & os.ST_RDONLY:
-        return f"{os_error_words(OSError(errno.EROFS, ''), folder)}: set DATABASE_URL to a writable place"
-    if disk.f_bavail == 0:
+    code = disk_errno(folder)
+    if code == errno.ENOSPC:
         return full_disk(folder)
-    return None
+    return None if code is None else f"{os_error_words(OSError(code, ''), folder)}: set DATABASE_URL to a writable place"
 
 
 def full_disk(folder: Path) -> str:

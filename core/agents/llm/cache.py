@@ -15,7 +15,6 @@ import errno
 import hashlib
 import json
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from core.agents.llm.base import LLMClient, LLMResponse, Usage
-from core.files import CannotWrite, ensure_folder, os_error_words
+from core.files import CannotWrite, disk_errno, ensure_folder, os_error_words, untold
 from core.settings import redact
 
 log = logging.getLogger(__name__)
@@ -80,7 +79,7 @@ class CallCache:
             ensure_folder(self.path.parent)
             self._open_file()
         except CannotWrite as exc:
-            self._keep_in_memory(str(exc))
+            self._keep_in_memory(exc)
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -106,18 +105,22 @@ class CallCache:
             if not existed:  # the empty file SQLite made before it found it could not write
                 with suppress(OSError):
                     self.path.unlink(missing_ok=True)
-            raise CannotWrite(None, f"cannot write {self.path.name}: {_words(exc, self.path.parent)}") from None
+            code = errno.ENOSPC if _code(exc) == sqlite3.SQLITE_FULL else disk_errno(self.path.parent)
+            words = (os_error_words(OSError(code, ""), self.path.parent) if code else
+                     f"{self.path.parent} cannot be written ({exc})")
+            raise CannotWrite(None, f"cannot write {self.path.name}: {words}", self.path.parent) from None
         except OSError as exc:  # moving an unreadable file aside, in a read-only folder
             raise CannotWrite(exc.errno, f"cannot move {self.path.name} aside: "
-                                         f"{os_error_words(exc, self.path.parent)}") from None
+                                         f"{os_error_words(exc, self.path.parent)}", self.path.parent) from None
 
     def _create(self) -> None:
         with self._lock, self._connection() as conn, conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(_SCHEMA)
 
-    def _keep_in_memory(self, why: str) -> None:
-        log.warning("the LLM call cache is kept in memory for this run (%s)", why)
+    def _keep_in_memory(self, why: CannotWrite) -> None:
+        if untold(why):
+            log.warning("the LLM call cache is kept in memory for this run (%s)", why)
         memory = sqlite3.connect(":memory:", check_same_thread=False)
         try:  # a read-only folder's cache still replays: copy its rows in (immutable: SQLite writes nothing there)
             with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)) as kept:
@@ -182,15 +185,6 @@ class CallCache:
 def _code(exc: sqlite3.Error) -> int:
     """SQLite's primary result code of an error (0 when the module raised it itself)."""
     return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-
-
-def _words(exc: sqlite3.Error, folder: Path) -> str:
-    """Why SQLite could not write in `folder`, in core.files' words where the cause can be told."""
-    if _code(exc) == sqlite3.SQLITE_FULL:
-        return os_error_words(OSError(errno.ENOSPC, ""), folder)
-    if os.statvfs(folder).f_flag & os.ST_RDONLY:
-        return os_error_words(OSError(errno.EROFS, ""), folder)
-    return f"{folder} cannot be written ({exc})"
 
 
 class CachedClient:

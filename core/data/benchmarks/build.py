@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import shutil
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from core.data.benchmarks import Converted, livemcpbench, sealtools
 from core.data.query_sets import SCORING, QuerySet, read_query_set, summary
+from core.files import CannotWrite, ensure_folder, write_atomic
 from core.settings import PROJECT_ROOT
 
 RAW_DIR = PROJECT_ROOT.parent / "shared" / "registries"
@@ -52,16 +52,15 @@ def report(converted: Converted, target: Path, qs: QuerySet, apis: int, tools: i
 def build_one(name: str, raw: Path, target: Path) -> QuerySet:
     """Convert the benchmark in `raw` into `target`, and read it back as an import would."""
     converted = BENCHMARKS[name](raw)
-    target.mkdir(parents=True, exist_ok=True)
-    (target / converted.tools_file).write_bytes(converted.tools)
-    rows = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in converted.queries)
-    (target / QUERIES).write_bytes(rows.encode("utf-8"))
+    ensure_folder(target)
+    write_atomic(target / converted.tools_file, converted.tools)
+    write_atomic(target / QUERIES, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in converted.queries))
     for file in COPIED:
-        shutil.copyfile(raw / file, target / file)
+        write_atomic(target / file, (raw / file).read_bytes())
     apis = converted.read_tools(target / converted.tools_file, name)
     qs = read_query_set(target / QUERIES, apis)
     conversion = report(converted, target, qs, len(apis), len({api.tool_name for api in apis}))
-    (target / "conversion.json").write_bytes((json.dumps(conversion, ensure_ascii=False, indent=1) + "\n").encode())
+    write_atomic(target / "conversion.json", json.dumps(conversion, ensure_ascii=False, indent=1) + "\n")
     return qs
 
 
@@ -74,7 +73,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out_dir", type=Path, help="where to write <benchmark>/ (the project's is data/registries)")
     parser.add_argument("--raw", type=Path, default=RAW_DIR, help=f"the raw benchmarks' folder (default {RAW_DIR})")
     args = parser.parse_args(argv)
-    for name, qs in build(args.out_dir, args.raw).items():
+    try:
+        built = build(args.out_dir, args.raw)
+    except CannotWrite as exc:
+        parser.exit(1, f"error: {exc}\n")
+    for name, qs in built.items():
         print(f"{name}: {summary(qs)}")
 
 
