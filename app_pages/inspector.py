@@ -22,13 +22,15 @@ from core.study.one_query import run_query
 from core.study.query_result import ArchResult, QueryOutcome
 from ui.live_view import LiveColumns, Slots, draw_result, replay
 from ui.resources import (available_backends, backend_title, commit, live_results, remember, results,
-                          with_backend)
+                          stored_studies, with_backend)
 from ui.inspector_view import View, parse_view
+from ui.probe_views import every_live_system, every_stored_system, stored_systems, stub_editor
 from ui.gold_section import gold_section
 from ui.widgets import (describe, error, index_gate, json_download, quiet_retriever, rerun_when_index_ready,
                         router_verdict, stored_router_fit)
 
 MODES = ("Your query", "Benchmark query")
+SHOWS = ("One system", "Every system", "Edit stubs")  # ?show=: the probing views (ui.probe_views)
 URL_KEYS = ("q", "qid", "k", "backend")
 MAX_URL_QUERY = 2_000  # longer free text still runs, but is not put into the URL
 
@@ -90,6 +92,14 @@ backend = knob_backend.selectbox("LLM backend", backends, key="insp_backend", fo
                                  help="Every local model installed here (`make llm MODEL=<name>` adds one), run by "
                                       "llama.cpp in this process; the offline heuristic is no LLM at all.")
 
+show = st.radio("Show", SHOWS, key="show", horizontal=True, bind="query-params",
+                help="One system: RtP and PtR of the chosen backend, stage by stage. Every system: each stored (or, "
+                     "for your own query, each runnable) system's stubs and hits side by side. Edit stubs: change "
+                     "PtR's stubs and search again at once, with no LLM call.")
+if show != SHOWS[2]:  # the editor's own parameters belong to its view alone
+    for key in ("stubs", "from"):
+        st.query_params.pop(key, None)
+
 linkable = not query and len(text) <= MAX_URL_QUERY and undecodable_at(text) is None  # refused below anyway
 view = View(text if linkable else "", (query.subset, query.query_id) if query else None, k, backend)
 wanted = view.params()
@@ -116,6 +126,28 @@ if query is not None:
                + " · why each was found or missed: below the two columns")
 run_settings = with_backend(settings, backend)
 view_key = urlencode(view.params(), safe=":")
+
+if show != SHOWS[0]:
+    probe_registry = registry_for(settings)
+    probe_lookup = describe(probe_registry)
+    systems = stored_studies(settings) if query is not None else []
+    if show == SHOWS[1] and query is not None:
+        stored_views = every_stored_system(settings, systems, query, k, gold, probe_lookup)
+    else:
+        stored_views = stored_systems(settings, systems, query, k, gold) if query is not None else []
+        probe_retriever = index_gate(settings)
+        if probe_retriever is None:
+            st.stop()
+        probe_retriever = memoised(probe_retriever)
+        if show == SHOWS[1]:
+            every_live_system(settings, backends, text, k, gold, probe_retriever, describe(probe_retriever.registry),
+                              view_key)
+        else:
+            stub_editor(settings, stored_views, text, k, gold, probe_retriever, describe(probe_retriever.registry),
+                        chosen_study())
+    st.divider()
+    st.caption("Share this view: the page's URL reproduces it, with the sidebar's choices.")
+    st.stop()
 
 result, failure = None, None
 if query is not None and state.get("insp_live") != view_key:

@@ -270,6 +270,58 @@ def test_a_copied_url_of_a_filtered_view_opens_identically(server: str, browser)
     second.close()
 
 
+HOSTILE_STUB = "render_page: **bold** <b>not bold</b> [a link](http://example.com) :red[red]"
+
+
+def _edited_view(page) -> tuple[list[str], list[str]]:
+    """The edited view's recall lines and hit labels, once it has settled."""
+    page.get_by_text("edited stubs (no LLM)", exact=False).first.wait_for(timeout=RENDER_TIMEOUT_MS)
+    _settled(page)
+    recalls = [t.strip() for t in page.get_by_text(re.compile(r"^recall@\d+ \d\.\d\d → ")).all_inner_texts()]
+    hits = page.locator("[data-testid='stExpander'] summary").all_inner_texts()
+    return recalls, [h.strip() for h in hits]
+
+
+def test_a_shared_link_with_edited_stubs_opens_the_same_hits_and_recall(server: str, browser) -> None:
+    """Issue 33: stubs edited in the Inspector go into the URL; the URL in a fresh context (no session, no cookies)
+    shows the same stubs, hits and recall; hostile stub text is shown as typed, never rendered."""
+    first = browser.new_context(viewport={"width": 1400, "height": 1400})
+    page = first.new_page()
+    page.goto(f"{server}/inspector?qid=G2_instruction:4&k={MAIN_K}&show=Edit+stubs")
+    box = page.get_by_role("textbox", name=re.compile("^Stubs"))
+    box.wait_for(timeout=RENDER_TIMEOUT_MS)
+    box.fill(f"search_hotels: find a hotel in London\nexchange_rate: the GBP exchange rate\n{HOSTILE_STUB}")
+    box.press("Control+Enter")
+    page.wait_for_url("**stubs=**", timeout=RENDER_TIMEOUT_MS)
+    recalls, hits = _edited_view(page)
+    assert len(recalls) == 2 and len(hits) >= 2 * MAIN_K, (recalls, hits)
+    assert page.locator("[data-testid='stException']").count() == 0
+    url = page.url
+    assert "show=Edit" in url and "search_hotels" in url.replace("%22", "")
+    second = browser.new_context(viewport={"width": 1400, "height": 1400})
+    fresh = second.new_page()
+    fresh.goto(url)
+    expect(fresh.get_by_role("textbox", name=re.compile("^Stubs"))).to_have_value(re.compile("^search_hotels"),
+                                                                                 timeout=RENDER_TIMEOUT_MS)
+    assert _edited_view(fresh) == (recalls, hits)
+    assert "<b>not bold</b>" in fresh.get_by_role("textbox", name=re.compile("^Stubs")).input_value()
+    assert fresh.locator("b", has_text="not bold").count() == 0 and fresh.locator("a[href='http://example.com']").count() == 0
+    assert fresh.locator("[data-testid='stException']").count() == 0
+    first.close()
+    second.close()
+
+
+def test_every_stored_system_side_by_side(server: str, browser) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(f"{server}/inspector?qid=G2_instruction:4&k={MAIN_K}&show=Every+system")
+    page.get_by_text("Gold APIs no system found", exact=False).wait_for(timeout=RENDER_TIMEOUT_MS)
+    _settled(page)
+    assert page.get_by_text("offline heuristic (no model)").count() >= 1
+    assert page.get_by_text("Where the retrievals differ", exact=False).count() == 1
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.close()
+
+
 def test_the_inspector_explains_a_miss_with_ranks(server: str, browser) -> None:
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.goto(f"{server}/inspector?qid=G2_instruction:4&k={MAIN_K}&gold=relevant")
