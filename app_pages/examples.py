@@ -1,4 +1,5 @@
-"""Examples: browse the study's wins and losses query by query; any row opens in the Inspector."""
+"""Examples: browse the study's wins and losses query by query, or compare any two stored systems query by query;
+any row opens in the Inspector."""
 from __future__ import annotations
 
 import pandas as pd
@@ -11,7 +12,9 @@ from core.settings import DataNotFoundError
 from core.data.toolbench import subset_order
 from ui import tables
 from ui.figures import OUTCOME_NAMES
+from ui.compare_view import compare_systems_view
 from ui.page_settings import chosen_study, current_settings
+from ui.resources import stored_studies
 from ui.safe import md
 from ui.widgets import download_buttons, results_ready, safe_read
 
@@ -19,6 +22,19 @@ settings = current_settings()
 gold = st.session_state.get("gold", "api_list")
 st.title("Examples")
 if not results_ready(settings):
+    st.stop()
+
+VIEWS = ("Wins and losses", "Two systems")
+view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="ex_view", bind="query-params",
+                            label_visibility="collapsed")
+try:
+    texts = {(q.subset, q.query_id): q.query for q in queries_for(settings)}
+except DataNotFoundError as exc:  # the message names the registry's data and how to restore it
+    texts = {}
+    st.caption(f"Query texts are not shown: {md(str(exc), 300)}")
+if view == VIEWS[1]:
+    studies = stored_studies(settings)
+    compare_systems_view(settings, studies, gold, texts, subset_order({s for s, _ in texts}) if texts else [])
     st.stop()
 
 study = chosen_study()
@@ -31,12 +47,6 @@ per_query = safe_read(settings, ResultsReader.per_query, None, gold=gold, k=k, b
 if per_query is None or per_query.empty:
     st.info(f"No per-query results at k = {k} yet.")
     st.stop()
-try:
-    texts = {(q.subset, q.query_id): q.query for q in queries_for(settings)}
-except DataNotFoundError as exc:  # the message names the registry's data and how to restore it
-    texts = {}
-    st.caption(f"Query texts are not shown: {md(str(exc), 300)}")
-
 # Every filter is bound to the URL (?ex_subset=…&ex_outcome=…&ex_text=…&ex_diff=…): a filtered view is a link.
 subsets = top[1].multiselect("Subset", subset_order(per_query["subset"]), placeholder="all subsets",
                              key="ex_subset", bind="query-params")

@@ -17,6 +17,7 @@ from core.data.toolbench import subset_order
 from ui.safe import md, one_line
 from ui.page_settings import chosen_study, current_settings, shared_choices
 from core.retrieval.archs import arch, baseline
+from core.agents.systems import runnable_systems
 from core.retrieval.memo import memoised
 from core.study.one_query import run_query
 from core.study.query_result import ArchResult, QueryOutcome
@@ -24,7 +25,6 @@ from ui.live_view import LiveColumns, Slots, draw_result, replay
 from ui.resources import (available_backends, backend_title, commit, live_results, remember, results,
                           stored_studies, with_backend)
 from ui.inspector_view import View, parse_view
-from ui.probe_views import every_live_system, every_stored_system, stored_systems, stub_editor
 from ui.gold_section import gold_section
 from ui.widgets import (describe, error, index_gate, json_download, quiet_retriever, rerun_when_index_ready,
                         router_verdict, stored_router_fit)
@@ -127,7 +127,9 @@ if query is not None:
 run_settings = with_backend(settings, backend)
 view_key = urlencode(view.params(), safe=":")
 
-if show != SHOWS[0]:
+if show != SHOWS[0]:  # imported here: the probing views read pandas tables, which a shared ?q= link never needs
+    from ui.probe_views import every_live_system, every_stored_system, stored_systems, stub_editor
+
     probe_registry = registry_for(settings)
     probe_lookup = describe(probe_registry)
     systems = stored_studies(settings) if query is not None else []
@@ -140,8 +142,8 @@ if show != SHOWS[0]:
             st.stop()
         probe_retriever = memoised(probe_retriever)
         if show == SHOWS[1]:
-            every_live_system(settings, backends, text, k, gold, probe_retriever, describe(probe_retriever.registry),
-                              view_key)
+            every_live_system(settings, runnable_systems(settings), text, k, gold, probe_retriever,
+                              describe(probe_retriever.registry), view_key)
         else:
             stub_editor(settings, stored_views, text, k, gold, probe_retriever, describe(probe_retriever.registry),
                         chosen_study())

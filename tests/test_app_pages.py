@@ -22,8 +22,12 @@ from core.agents.factory import Agents
 from core.agents.llm import LLMError
 from core.agents.planner import LLMPlanner
 from core.agents.stubs import LLMStubWriter
+from core.analysis.compare import Side, summarise
+from core.analysis.reader import ResultsReader
+from core.retrieval.records import Stub
 from core.settings import BOUNDS, PROJECT_ROOT, Settings
 from core.store.store import Store
+from core.study.edited_stubs import EDITED, to_param
 from tests.fake_llm_servers import ModeServer, Scripted, openai_ok
 from tests.helpers import APIS, APP, EVIL_DESCRIPTION, MAIN_K, QUERIES, SCRUBBED, TIMEOUT_S, build_app_env
 from ui.widgets import GOLD_BADGE
@@ -115,7 +119,7 @@ def test_the_banner_names_the_installed_local_models_and_how_to_pick_one(app_env
     assert "No local model is installed" in banner and "make llm" in banner
 
 
-def test_a_cache_dir_that_cannot_be_written_is_one_line(app_env, monkeypatch) -> None:
+def test_a_cache_dir_that_cannot_be_a_folder_is_one_line(app_env, monkeypatch) -> None:
     monkeypatch.setenv("CACHE_DIR", "/proc/self/nope")
     at = page("app.py")
     no_exception(at)
@@ -507,3 +511,77 @@ def test_a_declared_architecture_appears_on_the_inspector_with_no_page_edit(app_
     assert WIDE.caption in texts(at, "caption")
     assert len(at.expander) == 4 * 3  # k=3 hits in each of the four architectures
     assert any("RtP@2k hits" in c for c in texts(at, "caption"))  # the stage times name it too
+
+
+# ---------------------------------------------------------------- probing one query (issue 33)
+
+PROBE_QID = "G2_instruction:4"
+HOSTILE = Stub("render_page", "**bold** <b>x</b> ![img](http://evil.example/x.png) :red[red] " + "y" * 50_000)
+
+
+def test_every_stored_system_shows_each_systems_stubs_hits_and_the_gold_none_found(app_env, index_ready) -> None:
+    at = page("app_pages/inspector.py", {"qid": PROBE_QID, "k": str(MAIN_K), "show": "Every system"})
+    no_exception(at)
+    headers = [h.value for h in at.subheader]
+    assert headers[0] == "RtP" and "offline heuristic (no model)" in headers
+    shown = markdown_everywhere(at)
+    assert "Gold APIs no system found" in shown and "stub" in shown
+    [table] = [d.value for d in at.dataframe]
+    assert {"API", "gold", "RtP"} <= set(table.columns) and table["gold"].iloc[0]  # the gold first
+
+
+def test_edited_stubs_from_the_url_are_searched_labelled_and_shown_as_text(app_env, index_ready) -> None:
+    stubs = [Stub("search_hotels", "find a hotel in London"), HOSTILE]
+    at = page("app_pages/inspector.py", {"qid": PROBE_QID, "k": str(MAIN_K), "show": "Edit stubs", "stubs": to_param(stubs)})
+    no_exception(at)
+    assert all(EDITED in h for h in [h.value for h in at.subheader]) and len(at.subheader) == 2
+    assert at.text_area(key="edit_text").value.splitlines()[0] == "search_hotels: find a hotel in London"
+    shown = markdown_everywhere(at)
+    assert "<b>" not in shown and "![img]" not in shown and ":red[" not in shown  # every text escaped
+    assert sum(line.startswith(f"recall@{MAIN_K} **") and "→" in line for line in texts(at, "markdown")) == 2
+    assert "stubs" not in at.query_params and any("The link omits these stubs" in c for c in texts(at, "caption"))
+    # An edit is applied at once: drop the hostile stub, and the link carries the one left.
+    at.text_area(key="edit_text").set_value("search_hotels: find a hotel in London").run()
+    no_exception(at)
+    assert json.loads(at.query_params["stubs"]) == [["search_hotels", "find a hotel in London"]]
+
+
+def test_stubs_that_cannot_be_searched_are_one_warning(app_env, index_ready) -> None:
+    at = page("app_pages/inspector.py", {"qid": PROBE_QID, "show": "Edit stubs", "stubs": "[[\"!!!\"]]"})
+    no_exception(at)
+    assert any("no name with a letter or digit" in w for w in texts(at, "warning"))
+    at = page("app_pages/inspector.py", {"qid": PROBE_QID, "show": "Edit stubs", "stubs": "{not json"})
+    no_exception(at)
+    assert any("The link's stubs cannot be used" in w for w in texts(at, "warning"))
+
+
+def test_two_systems_on_examples_agree_with_the_reader(app_env, index_ready) -> None:
+    at = page("app_pages/examples.py", {"ex_view": "Two systems"})
+    no_exception(at)
+    reader = ResultsReader(app_env["DATABASE_URL"])
+    [system] = reader.backends()
+    expected = summarise(reader.compare_systems(Side(system, "ptr"), Side(system, "rtp")))
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics == {"A wins": f"{expected.a_wins:,}", "B wins": f"{expected.b_wins:,}",
+                       "ties": f"{expected.ties:,}", "both miss": f"{expected.both_miss:,}"}
+    assert any(f"**{expected.mean_diff:+.3f}**" in m for m in texts(at, "markdown"))
+    table = at.dataframe[0].value
+    assert len(table) == expected.n and list(table["diff"]) == sorted(table["diff"], reverse=True)
+    assert all(link.endswith("&show=Every+system") for link in table["inspect"])
+
+
+def test_every_system_on_free_text_runs_on_demand_and_is_kept(app_env, index_ready, monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr("core.agents.llm.local_model.WHEELS_DIR", tmp_path / "no-wheels")  # the heuristic alone
+    at = page("app_pages/inspector.py", {"q": "Find hotels in London and check the currency exchange rate",
+                                          "show": "Every system"})
+    no_exception(at)
+    assert "Not run yet." in texts(at, "caption")
+    [run] = [b for b in at.button if b.label.startswith("Run all")]
+    at = run.click().run()
+    no_exception(at)
+    assert "Not run yet." not in texts(at, "caption")
+    assert [h.value for h in at.subheader] == ["RtP", "offline heuristic (not an LLM)"]
+    hits = [e.label for e in at.expander]
+    assert len(hits) == 2 * 5
+    at = at.run()  # a rerun (another widget, a gold change) draws the finished systems at once, without running them
+    assert [e.label for e in at.expander] == hits and [b for b in at.button if b.label.startswith("Run all")][0].disabled

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from core.analysis.compare import Side
 from core.analysis.reader import ResultsReader
 from core.analysis.router import FOLDS
 from core.analysis.router_fit import RouterFit
@@ -20,7 +21,9 @@ from core.settings import PROJECT_ROOT
 
 COMMITTED = PROJECT_ROOT / "data" / "results.sqlite.gz"
 STUDY = "offline"  # the committed study that holds every kind of run: each table then has rows
-ARGS = {"study_table": {"kind": "ksweep"}}  # the tables that need more than their defaults
+# the tables that need more than their defaults
+ARGS = {"study_table": {"kind": "ksweep"}, "side_recall": {"system": STUDY, "arch": "hybrid"},
+        "compare_systems": {"a": Side(STUDY, "ptr"), "b": Side(STUDY, "rtp")}}
 KINDS: dict[Kind, tuple[type, ...]] = {"text": (str,), "int": (int, np.integer), "float": (float, np.floating),
                                        "bool": (bool, np.bool_), "list": (list,), "dict": (dict,),
                                        "time": (dt.datetime,)}

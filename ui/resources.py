@@ -20,9 +20,8 @@ from core.study.one_query import run_query
 from core.study.query_result import QueryOutcome, StubWriting
 from core.analysis.provenance import provenance_line
 from core.analysis.store_summary import StoreSummary
-from core.agents.llm.local_model import installed_models
-from core.backends import BACKEND_LIST
-from core.local_models import LOCAL_MODELS, model_name_of
+from core.agents.systems import available_systems, with_system
+from core.local_models import LOCAL_MODELS
 from core.settings import Settings
 from core.study.gold_trace import GoldTrace, trace_gold
 from core.store.commit import git_commit
@@ -51,19 +50,9 @@ def router_fit(settings: Settings, gold: str, k: int, study: str | None) -> Rout
         ("router_fit", gold, k, study), lambda: results(settings).router_fit(gold=gold, k=k, backend=study))
 
 
-def system_of(settings: Settings) -> str:
-    """The Inspector's name for a configured backend: "local:<model>" for the local one, else the backend's."""
-    return f"local:{settings.llm_model}" if settings.llm_backend == "local" else settings.llm_backend
-
-
 def available_backends(settings: Settings) -> list[str]:
-    """What the Inspector offers: the configured backend, every installed local model ("local:<model>"; plain
-    "local", which says how to install one, when none is), then every other backend that needs no key and no
-    server (the offline heuristic)."""
-    configured = [f"local:{model_name_of(settings.local_model)}"] if settings.local_model else []
-    local = [*configured, *(f"local:{spec.name}" for spec in installed_models(settings.cache_dir))] or ["local"]
-    others = [b.name for b in sorted(BACKEND_LIST, key=lambda b: not b.is_llm) if b.needs_nothing and b.name != "local"]
-    return list(dict.fromkeys([system_of(settings), *local, *others]))
+    """What the Inspector offers (core.agents.systems.available_systems, which `query --models` reads too)."""
+    return available_systems(settings)
 
 
 def backend_title(system: str) -> str:
@@ -76,13 +65,8 @@ def backend_title(system: str) -> str:
 
 
 def with_backend(settings: Settings, system: str) -> Settings:
-    """Settings using `system`, one of available_backends(settings): a backend, or "local:<model>"."""
-    backend, _, model = system.partition(":")
-    chosen = settings.with_backend(backend)
-    if backend != "local" or not model:
-        return chosen
-    path = settings.local_model if model_name_of(settings.local_model) == model else model  # LOCAL_MODEL=path kept
-    return chosen.with_(local_model=path, llm_model=model)
+    """Settings using `system`, one of available_backends(settings) (core.agents.systems.with_system)."""
+    return with_system(settings, system)
 
 
 @st.cache_resource(show_spinner=False)

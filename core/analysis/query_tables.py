@@ -1,15 +1,20 @@
 """The reader's tables with one row per stored query (or stub), and what is read off them query by query: the
-paired tests, the win counts, the brand-name losses, one query's stored outputs.
+paired tests, the win counts, the brand-name losses, two stored systems set side by side, one query's stored outputs.
 """
 from __future__ import annotations
+
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from core.analysis import tables as analysis
+from core.analysis.compare import Side, compare_rows, in_query_order
+from core.analysis.provenance import provenance
 from core.analysis.run_reader import RunReader, iso_time, plain, read_cached
-from core.analysis.table_schemas import PER_QUERY, REPLIES
+from core.analysis.table_schemas import PER_QUERY, REPLIES, RUNS_TABLE, SIDE_RECALL
+from core.data.toolbench import gold_definition
 from core.retrieval.archs import PAPER_ARCHS
 from core.store.schema import QueryResult
 from core.study.query_result import ArchResult, QueryOutcome
@@ -89,6 +94,62 @@ class QueryTables(RunReader):
         """Each query's mean over the hybrid's runs (table_schemas.HYBRID_PER_QUERY)."""
         rows = self._rows(self._selected("hybrid", backend), ("subset", "query_id", *GOLD_SCORES))
         return analysis.hybrid_per_query(rows, gold)
+
+    def _side_runs(self, system: str, arch: str, k: int | None, subset: str | tuple[str, ...] | None) -> pd.DataFrame:
+        """The runs one side's recall is read from: its architecture's at k (None: the main k), the main study's at
+        the main k and the k sweep's at another; the hybrid's at the main k only, as it searches the main study's
+        stubs; none for a system with no complete main study. `subset`: one, several or (None) every one."""
+        main_k = self._main_k(system) if system in self.backends() else None
+        if main_k is None or (arch == "hybrid" and k not in (None, main_k)):
+            return pd.DataFrame(columns=RUNS_TABLE.names)
+        runs = self._selected("hybrid", system) if arch == "hybrid" else self._runs_at_k(k or main_k, system)
+        runs = runs[runs["arch"] == arch]
+        return runs if subset is None else runs[runs["subset"].isin((subset,) if isinstance(subset, str) else subset)]
+
+    @read_cached
+    def side_recall(self, system: str, arch: str, gold: str = "api_list", k: int | None = None,
+                    subset: str | None = None) -> pd.DataFrame:
+        """One side's recall per query (table_schemas.SIDE_RECALL), each query's mean over runs as the report takes
+        it: RtP and PtR from per_query (the queries both define), the hybrid from hybrid_per_query. `system` is a
+        key of backends(); k None is its main k. Empty when nothing of that side is stored."""
+        Side(system, arch)  # an architecture the store holds no per-query recall of is refused
+        gold_definition(gold)
+        runs = self._side_runs(system, arch, k, subset)
+        if runs.empty:
+            return pd.DataFrame(columns=SIDE_RECALL.names)
+        if arch == "hybrid":
+            frame = self.hybrid_per_query(gold, system).rename(columns={"hybrid_recall": "recall"})
+        else:
+            frame = self.per_query(None, gold, int(runs["k"].iloc[0]), system)
+            frame = frame.rename(columns={f"{arch}_recall": "recall"})
+        frame = frame.dropna(subset=["recall"])
+        frame = frame if subset is None else frame[frame["subset"] == subset]
+        return in_query_order(frame[SIDE_RECALL.names])
+
+    @read_cached
+    def side_provenance(self, system: str, arch: str, gold: str = "api_list", k: int | None = None,
+                        subset: str | tuple[str, ...] | None = None) -> dict[str, Any]:
+        """Where one side's recall comes from: core.analysis.provenance's fields of its system's study, with the
+        commits that wrote its own runs (the hybrid may have run on later code than the main study) and their ids;
+        `subset`: one, several (those a comparison's rows hold) or every one."""
+        runs = self._side_runs(system, arch, k, subset)
+        fields = provenance(self.setup(system) if len(runs) else None, gold,
+                            int(runs["k"].iloc[0]) if len(runs) else k)
+        commits = sorted({str(c)[:10] for c in runs["git_commit"] if c})
+        return {**fields, "commit": ", ".join(commits) or None, "run_ids": [int(i) for i in runs["id"]]}
+
+    @read_cached
+    def compare_systems(self, a: Side, b: Side, subset: str | None = None, gold: str = "api_list",
+                        k: int | None = None) -> pd.DataFrame:
+        """Side a against side b query by query (core.analysis.compare.compare_rows; core.analysis.compare.summarise
+        adds them up). k None is each system's main k: ValueError when those differ, as recall at two k is no
+        comparison."""
+        ks = {self._main_k(s.system) for s in (a, b)} - {None}
+        if k is None and len(ks) > 1:
+            raise ValueError(f"{a.label} and {b.label} have different main k ({', '.join(map(str, sorted(ks)))}): "
+                             "name one k")
+        return compare_rows(self.side_recall(a.system, a.arch, gold, k, subset),
+                            self.side_recall(b.system, b.arch, gold, k, subset))
 
     @read_cached
     def query_detail(self, subset: str, query_id: int, k: int = 5, backend: str | None = None) -> QueryOutcome | None:

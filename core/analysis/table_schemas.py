@@ -1,10 +1,10 @@
 """The columns of every table ResultsReader returns, declared in code: tests/test_reader_schema.py checks each
 against the frame the reader builds from the committed database, so a column cannot change unnoticed.
 
-A table is named for the ResultsReader method that returns it. Every table method but `runs` and `leaderboard` also
-takes `backend=None` (the study core.analysis.store_summary.DEFAULT_STUDY_RULE picks), and every one keeps its
-columns when nothing is stored. A column's kind is what its values are, None and NaN aside: text, int, float, bool,
-list, dict or time (a timestamp).
+A table is named for the ResultsReader method that returns it. Every table method but `runs`, `leaderboard`,
+`side_recall` and `compare_systems` (which name their stored systems) also takes `backend=None` (the study
+core.analysis.store_summary.DEFAULT_STUDY_RULE picks), and every one keeps its columns when nothing is stored. A
+column's kind is what its values are, None and NaN aside: text, int, float, bool, list, dict or time (a timestamp).
 """
 from __future__ import annotations
 
@@ -129,6 +129,15 @@ REPLIES = TableSchema("replies", "run 0's LLM replies in the main study, what co
 HYBRID_PER_QUERY = TableSchema("hybrid_per_query", "each query's mean over the hybrid's runs", (
     SUBSET, QUERY_ID, *_floats("hybrid_recall", "hybrid_precision", doc="mean over runs"),
 ))
+SIDE_RECALL = TableSchema("side_recall", "one side's recall per query (a stored system's architecture at a k), what "
+                          "compare_systems sets against another's", (
+    SUBSET, QUERY_ID, Column("recall", "float", "mean over runs"),
+))
+COMPARE_SYSTEMS = TableSchema("compare_systems", "two sides query by query (core.analysis.compare), on the queries "
+                              "both define, the largest a - b first", (
+    SUBSET, QUERY_ID, *_floats("a_recall", "b_recall", doc="mean over runs"), Column("diff", "float", "a - b"),
+    Column("outcome", "text", "a_wins, b_wins, tie or both_miss"),
+))
 
 SWEEP_COLUMNS = (SUBSET, ARCH, K, *RECALL_STATS, *PRECISION_STATS, RUNS, N_QUERIES)
 KSWEEP = TableSchema("ksweep", "recall and precision per subset, architecture and k", SWEEP_COLUMNS)
@@ -217,6 +226,7 @@ ROUTER_CURVE = TableSchema("router_curve", "routed recall against the threshold,
 
 SCHEMAS: tuple[TableSchema, ...] = (
     RUNS_TABLE, MAIN_TABLE, PER_QUERY, BRAND_NAME_LOSSES, DECOMPOSITION_WINS, PAIRED_TESTS, WIN_COUNTS, STUB_COSINES,
-    REPLIES, HYBRID_PER_QUERY, KSWEEP, STUDY_TABLE, SCALING, DISTRACTORS, SCALING_NOTES, DIVERGENCE, TRAJECTORY,
-    STUB_STATS, SEARCH_WIDTH, COST, HYBRID_TABLE, LEADERBOARD, ROUTER_TABLE, ROUTER_CURVE,
+    REPLIES, HYBRID_PER_QUERY, SIDE_RECALL, COMPARE_SYSTEMS, KSWEEP, STUDY_TABLE, SCALING, DISTRACTORS,
+    SCALING_NOTES, DIVERGENCE, TRAJECTORY, STUB_STATS, SEARCH_WIDTH, COST, HYBRID_TABLE, LEADERBOARD, ROUTER_TABLE,
+    ROUTER_CURVE,
 )

@@ -1,4 +1,5 @@
-"""`python -m core`: index, query, eval, perf, pack, llm check, the studies' bench and report, and db copy.
+"""`python -m core`: index, query (also --stubs, --models), eval, perf, pack, llm check, the studies' bench and report,
+compare (two stored systems query by query), db copy, registry and coupling.
 
 Errors a user can fix are printed as one line: exit 2 for bad input, 1 for missing data or a results
 database that cannot be opened (named without its password).
@@ -17,6 +18,9 @@ from core.cli.bench import register as register_bench
 from core.cli.index_scale import register as register_index_scale
 from core.cli.db import register as register_db
 from core.cli.coupling import register as register_coupling
+from core.cli.blocks import print_block
+from core.cli.probe import add_probe_options, cmd_probe, probing
+from core.cli.compare import register as register_compare
 from core.cli.registry import register as register_registry
 from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_value, k_values, notice, retriever_for,
                              settings_for)
@@ -72,33 +76,21 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     from core.store.cleaning import without_nul
 
     clean_query(args.text)  # refuse bad input before loading anything
+    if probing(args):  # --stubs or --models (core.cli.probe)
+        return cmd_probe(args, settings)
     retriever, _ = retriever_for(settings)
     # The LLM's texts as the store would hold them (NUL characters dropped), in the JSON and the lines alike.
     everything = args.arch == "all"  # one architecture alone: its retrieval (PtR's stubs too), without plans
     answer = without_nul(run_query(args.text, args.k, retriever, settings,
-                                   archs=None if everything else (arch(args.arch),), plans=everything,
+                                   archs=None if everything else (arch(args.arch or "rtp"),), plans=everything,
                                    use_cache=not args.no_cache).to_json())
     if answer.get("llm_error"):  # RtP still answers; the LLM half says why it could not run
         print(f"LLM unavailable: {redact(answer['llm_error'], settings.secrets())}", file=sys.stderr)
     if args.json:
         print(json.dumps(answer, ensure_ascii=False))
         return 0
-    result = QueryOutcome.from_json(answer)
-    for block in result.blocks:
-        print(f"== {block.arch.upper()} (top-1 cosine {block.top1_score:.3f})")
-        for stub in block.writing.stubs if block.writing is not None else ():
-            print(f"   stub {stub.name}: {stub.reasoning}")
-        for hit in block.hits:
-            via = f"  <- {hit.stub}" if hit.stub else ""
-            print(f"{hit.rank:>3}. {hit.score:.3f}  {hit.tool_name.strip()}/{hit.api_name.strip()}"
-                  f"  [{hit.category or '-'}]{via}")
-        plan = block.plan
-        if plan is not None:
-            print(f"   plan ({plan.label}): selected {list(plan.selected_apis)}"
-                  + (f", refusal: {plan.refusal}" if plan.refusal else "")
-                  + (f", parse error: {plan.parse_error}" if plan.parse_error else ""))
-            for step in plan.steps:
-                print(f"     - {step}")
+    for block in QueryOutcome.from_json(answer).blocks:
+        print_block(block)
     return 0
 
 
@@ -238,12 +230,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     handlers["index"] = cmd_index
 
     p = sub.add_parser("query", help="run one query through RtP and/or PtR",
-                       description="Retrieve the top-k APIs for one query; with --arch all, also PtR's stubs and both plans.")
+                       description="Retrieve the top-k APIs for one query; with --arch all, also PtR's stubs and both "
+                                   "plans; with --stubs, PtR and the hybrid from given stubs (no LLM); with --models, "
+                                   "every system that can run here.")
     p.add_argument("text", help="the user's request, in quotes")
-    p.add_argument("--arch", choices=(*ARCHS, "all"), default="rtp",
-                   help="one declared architecture (its retrieval alone), or all of them with their plans")
+    p.add_argument("--arch", choices=(*ARCHS, "all"),
+                   help="one declared architecture (its retrieval alone; default rtp), or all of them with their plans")
     p.add_argument("--k", type=k_value, default=5,
                    help=f"APIs to retrieve (default 5, at most {BOUNDS['k'].high:g})")
+    add_probe_options(p)
     add_common(p, backend=True)
     handlers["query"] = cmd_query
 
@@ -295,6 +290,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     register_index_scale(sub, handlers)
     register_db(sub, handlers)
     register_coupling(sub, handlers)
+    register_compare(sub, handlers)
     register_registry(sub, handlers)
     return parser, handlers
 
