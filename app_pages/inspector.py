@@ -146,7 +146,7 @@ if show != SHOWS[0]:  # imported here: the probing views read pandas tables, whi
                               describe(probe_retriever.registry), view_key)
         else:
             stub_editor(settings, stored_views, text, k, gold, probe_retriever, describe(probe_retriever.registry),
-                        chosen_study())
+                        view_key, chosen_study())
     st.divider()
     st.caption("Share this view: the page's URL reproduces it, with the sidebar's choices.")
     st.stop()

@@ -585,3 +585,6 @@ def test_every_system_on_free_text_runs_on_demand_and_is_kept(app_env, index_rea
     assert len(hits) == 2 * 5
     at = at.run()  # a rerun (another widget, a gold change) draws the finished systems at once, without running them
     assert [e.label for e in at.expander] == hits and [b for b in at.button if b.label.startswith("Run all")][0].disabled
+    at.radio(key="show").set_value("Edit stubs").run()  # an edit can start from the stubs a system wrote live
+    no_exception(at)
+    assert "offline heuristic (not an LLM) (live)" in at.selectbox(key="edit_from").options

@@ -215,15 +215,30 @@ def parse_stub_lines(text: str) -> tuple[Stub, ...]:
     return check_stubs(stubs)
 
 
-def starting_points(settings: Settings, stored: Sequence[StoredSystem], text: str) -> dict[str, tuple[Stub, ...]]:
-    """What an edit can start from: no stubs, the offline heuristic's (computed now: no LLM), and each stored
-    system's stubs for this query."""
+def live_stubs(view_key: str) -> dict[str, tuple[Stub, ...]]:
+    """The stubs each system wrote for this view live (in the Inspector's one-system view or Every system), by its
+    label: what a researcher probing their own query starts an edit from."""
+    found: dict[str, tuple[Stub, ...]] = {}
+    for key, value in live_results().items():
+        outcome = value[0] if isinstance(value, tuple) else value  # one-system entries hold (result, seconds, failure)
+        system = key[2] if key[0] == "every" else key[1]
+        if view_key in key[:2] and isinstance(outcome, QueryOutcome) and outcome.writing is not None \
+                and not outcome.writing.fallback:
+            found[f"{backend_title(system)} (live)"] = outcome.writing.stubs
+    return found
+
+
+def starting_points(settings: Settings, stored: Sequence[StoredSystem], text: str,
+                    view_key: str) -> dict[str, tuple[Stub, ...]]:
+    """What an edit can start from: no stubs, the offline heuristic's (computed now: no LLM), each stored system's
+    stubs for this query, and those a system wrote for it live in this session."""
     points: dict[str, tuple[Stub, ...]] = {NO_STUBS: ()}
     points[OFFLINE_START] = OfflineStubWriter().write(text).stubs
     for system in stored:
         writing = system.outcome.writing if system.outcome is not None else None
         if writing is not None and not writing.fallback:
             points[system.label] = writing.stubs
+    points.update(live_stubs(view_key))
     return points
 
 
@@ -241,11 +256,11 @@ def _diff_lines(diff: EditDiff, k: int) -> None:
 
 def stub_editor(settings: Settings, stored: Sequence[StoredSystem], text: str, k: int,
                 gold: Collection[ApiKey] | None, retriever: Retriever, lookup: Callable[[ApiKey], Api | None],
-                preferred: str | None = None) -> tuple[Stub, ...] | None:
+                view_key: str, preferred: str | None = None) -> tuple[Stub, ...] | None:
     """The editor and its results; the edited stubs (None when they cannot be searched). It starts from the
     `preferred` stored system's stubs (the sidebar's study), else the first stored one's, else the heuristic's."""
     state = st.session_state
-    points = starting_points(settings, stored, text)
+    points = starting_points(settings, stored, text, view_key)
     linked = st.query_params.get("stubs")
     if linked is not None and state.get("edit_linked") != linked:  # a shared link: its stubs, as they were
         state["edit_linked"] = linked
