@@ -17,7 +17,7 @@ import pandas as pd
 
 from core.analysis.model_size import describe
 from core.analysis.table_schemas import COMPARE_SYSTEMS
-from core.analysis.tables import EPS
+from core.analysis.tables import outcome
 from core.data.toolbench import subset_order
 from core.evaluation.stats import bootstrap_ci
 from core.retrieval.archs import PAPER_ARCHS, arch
@@ -93,15 +93,6 @@ def in_query_order(frame: pd.DataFrame) -> pd.DataFrame:
                              kind="stable").reset_index(drop=True)
 
 
-def outcome(a: float, b: float) -> str:
-    """both_miss when both recall nothing, tie when equal, else the side that recalls more."""
-    if a < EPS and b < EPS:
-        return "both_miss"
-    if abs(a - b) < EPS:
-        return "tie"
-    return "a_wins" if a > b else "b_wins"
-
-
 def compare_rows(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     """COLUMNS on the queries both sides define (subset, query_id, recall each), the largest a - b first, then in
     query order."""
@@ -112,7 +103,7 @@ def compare_rows(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     merged["a_recall"], merged["b_recall"] = merged["a_recall"].astype(float), merged["b_recall"].astype(float)
     merged["diff"] = merged["a_recall"] - merged["b_recall"]
-    merged["outcome"] = [outcome(x, y) for x, y in zip(merged["a_recall"], merged["b_recall"])]
+    merged["outcome"] = [outcome(x, y, ("a_wins", "b_wins")) for x, y in zip(merged["a_recall"], merged["b_recall"])]
     order = {s: i for i, s in enumerate(subset_order(merged["subset"]))}
     merged = merged.sort_values(["diff", *KEY], ascending=[False, True, True],
                                 key=lambda c: c.map(order) if c.name == "subset" else c, kind="stable")

@@ -146,13 +146,14 @@ def _queries_behind(part: pd.DataFrame, metric: str) -> int:
     return int(part[column].max())
 
 
-def outcome(rtp: float, ptr: float) -> str:
-    """Per-query comparison of recall: both_miss when both are 0, tie when equal, else the winner."""
+def outcome(rtp: float, ptr: float, wins: tuple[str, str] = ("rtp_wins", "ptr_wins")) -> str:
+    """Per-query comparison of recall: both_miss when both are 0, tie when equal, else the winner, named by `wins`
+    (the first side's, the second's: core.analysis.compare names them a_wins and b_wins)."""
     if rtp < EPS and ptr < EPS:
         return "both_miss"
     if abs(rtp - ptr) < EPS:
         return "tie"
-    return "rtp_wins" if rtp > ptr else "ptr_wins"
+    return wins[0] if rtp > ptr else wins[1]
 
 
 def per_query(df: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:

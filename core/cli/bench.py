@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
 from core.backends import BACKENDS
-from core.cli.common import add_common, k_value, k_values, validate_results_url
+from core.cli.common import add_common, k_value, k_values, read_store, validate_results_url
 from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, PAPER_SUBSETS, subset_order
 from core.settings import Settings
 from core.study import catalog
@@ -100,23 +99,12 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
-    from sqlalchemy.exc import SQLAlchemyError
-
     from core.analysis.report import build_report, render_text
-    from core.analysis.reader import ResultsReader
-    from core.store.dburl import open_error
 
-    url = args.db or settings.results_url
-    validate_results_url(url, writer=False)
-    try:
-        # --registry, else REGISTRY; neither: the store's default (RunReader), so a store of one registry reads whole
-        reader = ResultsReader(url, registry=args.registry or os.environ.get("REGISTRY") or None)
-        if not reader.available():
-            print(f"error: {reader.status()['error'] or 'no complete run stored yet'}", file=sys.stderr)
-            return 1
-        report = build_report(reader, args.gold, args.report_backend, queries=query_texts(settings))
-    except SQLAlchemyError as exc:  # e.g. a file damaged in the middle: "database disk image is malformed"
-        raise open_error(url, exc) from None
+    report = read_store(args, settings, lambda reader: build_report(reader, args.gold, args.report_backend,
+                                                                    queries=query_texts(settings)))
+    if report is None:
+        return 1
     print(json.dumps(report, ensure_ascii=False, default=str) if args.json else render_text(report))
     return 0
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from core.progress import progress_callback
 from core.backends import BACKENDS
@@ -22,11 +22,13 @@ from core.study.catalog import parse_ks
 from core.store.dburl import DatabaseUnavailable, StoreNotWritable, normalise, shown, sqlite_disk_trouble
 
 if TYPE_CHECKING:
+    from core.analysis.reader import ResultsReader
     from core.data.registry import Registry
     from core.retrieval.assemble import IndexInfo
     from core.retrieval.discovery import Retriever
 
 Handler = Callable[[argparse.Namespace, Settings], int]
+T = TypeVar("T")
 
 
 class UsageError(ValueError):
@@ -64,6 +66,27 @@ def k_values(text: str) -> list[int]:
     except QueryError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return ks
+
+
+def read_store(args: argparse.Namespace, settings: Settings, read: Callable[[ResultsReader], T]) -> T | None:
+    """`read` on the results reader of --db and --registry (else DATABASE_URL and REGISTRY; neither: the store's
+    default, so a store of one registry reads whole). None after one error line when no complete run is stored; a
+    store damaged in the middle ("database disk image is malformed") is raised in one line (open_error)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from core.analysis.reader import ResultsReader
+    from core.store.dburl import open_error
+
+    url = args.db or settings.results_url
+    validate_results_url(url, writer=False)
+    try:
+        reader = ResultsReader(url, registry=args.registry or os.environ.get("REGISTRY") or None)
+        if not reader.available():
+            print(f"error: {reader.status()['error'] or 'no complete run stored yet'}", file=sys.stderr)
+            return None
+        return read(reader)
+    except SQLAlchemyError as exc:
+        raise open_error(url, exc) from None
 
 
 def validate_results_url(url: str, *, writer: bool) -> None:

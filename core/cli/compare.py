@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import add_common, k_value, validate_results_url
+from core.cli.common import add_common, k_value, read_store
 from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, subset_order
 from core.settings import Settings
 
@@ -23,21 +22,11 @@ EXTREMES = 10  # queries shown at each end of the text output
 
 
 def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from core.analysis.reader import ResultsReader
-    from core.store.dburl import open_error
-
-    url = args.db or settings.results_url
-    validate_results_url(url, writer=False)
-    try:
-        reader = ResultsReader(url, registry=args.registry or os.environ.get("REGISTRY") or None)
-        if not reader.available():
-            print(f"error: {reader.status()['error'] or 'no complete run stored yet'}", file=sys.stderr)
-            return 1
-        report, rows = comparison_report(reader, args.a, args.b, args.subset, args.gold, args.k)
-    except SQLAlchemyError as exc:  # e.g. a file damaged in the middle: "database disk image is malformed"
-        raise open_error(url, exc) from None
+    compared = read_store(args, settings, lambda reader: comparison_report(reader, args.a, args.b, args.subset,
+                                                                           args.gold, args.k))
+    if compared is None:
+        return 1
+    report, rows = compared
     if args.csv:
         from core.analysis.compare import flat_provenance
         from core.files import write_atomic
