@@ -108,3 +108,68 @@ def test_an_llm_that_cannot_run_leaves_rtp_complete() -> None:
     assert [shape(s) for s in stages] == ["Retrieved:rtp", "LLMFailed"]
     assert isinstance(stages[-1], LLMFailed) and "GEMINI_API_KEY" in stages[-1].message
     assert "GEMINI_API_KEY" in result.llm_error and len(result.get("rtp").hits) == 3
+
+
+class MeetingPlanner(FakePlanner):
+    """Each plan waits (up to 5 s) until `parties` plans are under way at once: two plans on the parallel schedules
+    pass, on the sequential one the first times out. Records the threads it ran on."""
+
+    def __init__(self, parties: int) -> None:
+        super().__init__()
+        self.meeting = threading.Barrier(parties, timeout=5)
+        self.threads: set[int] = set()
+        self.started, self.finished = threading.Event(), threading.Event()
+
+    def plan(self, query: str, hits):  # type: ignore[no-untyped-def]
+        self.threads.add(threading.get_ident())
+        self.started.set()
+        self.meeting.wait()
+        plan = super().plan(query, hits)
+        self.finished.set()
+        return plan
+
+
+def test_the_parallel_schedule_runs_both_plans_at_once_and_emits_on_the_callers_thread() -> None:
+    planner, stages = MeetingPlanner(2), []
+    result = run_query(QUERY, 3, make_retriever(), Settings.from_env(env={}),
+                       lambda stage: stages.append((stage, threading.get_ident())),
+                       agents=Agents(FakeStubWriter(), planner), schedule="parallel")
+    assert {threading.get_ident()} == {thread for _, thread in stages}  # Streamlit can draw every stage
+    assert threading.get_ident() not in planner.threads and len(planner.threads) == 2
+    plain = run_query(QUERY, 3, make_retriever(), Settings.from_env(env={}), agents=Agents(FakeStubWriter(),
+                                                                                              FakePlanner()))
+    assert [(b.arch, b.plan.selected_apis) for b in result.blocks if b.plan] == \
+        [(b.arch, b.plan.selected_apis) for b in plain.blocks if b.plan]
+    assert sorted(shape(s) for s, _ in stages if isinstance(s, Planned)) == ["Planned:ptr", "Planned:rtp"]
+
+
+def test_the_sequential_schedule_plans_one_at_a_time() -> None:
+    import pytest
+
+    with pytest.raises(threading.BrokenBarrierError):
+        run_query(QUERY, 3, make_retriever(), Settings.from_env(env={}),
+                  agents=Agents(FakeStubWriter(), MeetingPlanner(2)), schedule="sequential")
+
+
+class WaitsForAPlan(FakeStubWriter):
+    """A stub writer that finishes only once a plan has finished (up to 5 s): the early schedule's overlap."""
+
+    def __init__(self, planner: MeetingPlanner) -> None:
+        super().__init__()
+        self.planner = planner
+        self.saw_a_plan = False
+
+    def write(self, query: str) -> StubOutcome:
+        self.saw_a_plan = self.planner.finished.wait(5)
+        return super().write(query)
+
+
+def test_the_early_schedule_plans_rtp_while_the_stubs_are_written() -> None:
+    planner = MeetingPlanner(1)
+    writer = WaitsForAPlan(planner)
+    stages: list[Stage] = []
+    run_query(QUERY, 3, make_retriever(), Settings.from_env(env={}), stages.append, agents=Agents(writer, planner),
+              schedule="early")
+    assert writer.saw_a_plan
+    order = [shape(s) for s in stages if isinstance(s, (Planned, Retrieved))]
+    assert order.index("Planned:rtp") < order.index("Retrieved:ptr")  # RtP's plan shown before PtR's hits

@@ -8,7 +8,10 @@ JSON download and the CLI read alike. The query is cleaned once, and each text e
 retriever), whoever searches it.
 
 The stub writer runs in a worker thread that streams its reply's text into a queue (core.agents.llm.stream);
-this thread reads the queue, finds the stubs completed so far and searches each.
+this thread reads the queue, finds the stubs completed so far and searches each. The plans follow a schedule
+(PLAN_SCHEDULES): one after the other, both at once once the retrievals are done (the local backend loads two
+model instances), or RtP's started while the stubs are still being written; each plan's stage is emitted on the
+caller's thread as it finishes.
 """
 from __future__ import annotations
 
@@ -18,13 +21,14 @@ import queue
 import re
 import time
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from core.agents.factory import Agents, make_agents
 from core.agents.llm import LLMUnavailable
 from core.agents.llm.budget import within_budget
 from core.agents.llm.stream import streaming_to
+from core.agents.planner import Plan
 from core.agents.stubs import StubOutcome, StubWriter
 from core.data.toolbench import ApiKey
 from core.retrieval.archs import ARCHS_BY_NAME, Arch, WrittenStubs, declared, stub_carrier
@@ -37,6 +41,8 @@ from core.study.query_result import ArchResult, QueryOutcome
 _STRING = r'"((?:[^"\\]|\\.)*)"'
 _COMPLETE_STUB = re.compile(r'\{\s*"name"\s*:\s*' + _STRING + r'\s*,\s*"reasoning"\s*:\s*' + _STRING + r'\s*\}')
 POLL_S = 0.05
+PLAN_SCHEDULES = ("sequential", "parallel", "early")
+DEFAULT_PLAN_SCHEDULE = "sequential"
 
 
 @dataclass(frozen=True)
@@ -111,12 +117,12 @@ def complete_stubs(text: str) -> list[Stub]:
 def run_query(text: str, k: int, retriever: Retriever, settings: Settings, emit: Emit | None = None, *,
               archs: Sequence[Arch] | None = None, plans: bool = True, gold: Collection[ApiKey] | None = None,
               agents: Agents | None = None, written: StubOutcome | None = None,
-              use_cache: bool = True) -> QueryOutcome:
+              use_cache: bool = True, schedule: str = DEFAULT_PLAN_SCHEDULE) -> QueryOutcome:
     """`archs` (default: every declared one) on one query, each stage emitted as it finishes (see the module's
     docstring); the planners run when `plans`. QueryError for empty, undecodable or oversized text, or a k out of
     range, before anything runs.
 
-    `written` replays given stubs instead of writing new ones. Failures of the LLM are recorded in the result
+    `written` replays given stubs instead of writing new ones; `schedule` is one of PLAN_SCHEDULES. Failures of the LLM are recorded in the result
     (fallback stubs, parse errors, and llm_error when the backend cannot run at all); they never stop the
     architectures that need no stubs (RtP) from answering.
     """
@@ -128,6 +134,8 @@ def run_query(text: str, k: int, retriever: Retriever, settings: Settings, emit:
 
     query = clean_query(text)
     check_k(k)
+    if schedule not in PLAN_SCHEDULES:
+        raise ValueError(f"schedule must be one of {', '.join(PLAN_SCHEDULES)}, not {schedule!r}")
     retriever = memoised(retriever)
     chosen = declared() if archs is None else tuple(archs)
     free = [a for a in chosen if not a.needs_stubs]
@@ -152,19 +160,68 @@ def run_query(text: str, k: int, retriever: Retriever, settings: Settings, emit:
             stage(LLMFailed, llm_error)
     if agents is not None:
         with within_budget(settings.query_budget_s):  # the whole query's LLM work, whatever the calls' budgets
+            planning = _Plans(agents, query, schedule if plans else "sequential", blocks, stage)
+            if plans and schedule == "early":
+                for a in free:
+                    if a.plans:
+                        planning.start(a, hits[a.name])
             if with_stubs:
-                outcome = written or _write_streaming(agents.stub_writer, query, k, retriever, stage)
+                outcome = written or _write_streaming(agents.stub_writer, query, k, retriever, stage,
+                                                      planning.emit_done)
                 for a in with_stubs:
                     answer(a, outcome)
             for a in (*with_stubs, *free) if plans else ():
-                if a.plans:
-                    blocks[a.name] = blocks[a.name].with_plan(agents.planner.plan(query, hits[a.name]))
-                    stage(Planned, blocks[a.name])
+                if a.plans and not planning.started(a):
+                    planning.start(a, hits[a.name])
+            planning.finish()
     return QueryOutcome(k, tuple(blocks[a.name] for a in chosen if a.name in blocks), query, llm_error=llm_error)
 
 
+class _Plans:
+    """The planners of one query on a schedule: "sequential" plans where started; the others in worker threads
+    (each with the query's budget), their stages emitted on the caller's thread by emit_done and finish."""
+
+    def __init__(self, agents: Agents, query: CleanQuery, schedule: str, blocks: dict[str, ArchResult],
+                 stage: Callable[..., None]) -> None:
+        self.agents, self.query, self.schedule, self.blocks, self.stage = agents, query, schedule, blocks, stage
+        self.pool = ThreadPoolExecutor(2, thread_name_prefix="planner") if schedule != "sequential" else None
+        self.running: dict[str, Future] = {}
+        self.names: set[str] = set()
+
+    def started(self, a: Arch) -> bool:
+        return a.name in self.names
+
+    def start(self, a: Arch, hits: tuple[Hit, ...]) -> None:
+        self.names.add(a.name)
+        if self.pool is None:
+            self._planned(a.name, self.agents.planner.plan(self.query, hits))
+        else:
+            self.running[a.name] = self.pool.submit(contextvars.copy_context().run, self.agents.planner.plan,
+                                                    self.query, hits)
+
+    def _planned(self, name: str, plan: Plan) -> None:
+        self.blocks[name] = self.blocks[name].with_plan(plan)
+        self.stage(Planned, self.blocks[name])
+
+    def emit_done(self) -> None:
+        for name, future in list(self.running.items()):
+            if future.done():
+                del self.running[name]
+                self._planned(name, future.result())
+
+    def finish(self) -> None:
+        try:
+            for future in as_completed(list(self.running.values())):
+                name = next(n for n, f in self.running.items() if f is future)
+                del self.running[name]
+                self._planned(name, future.result())
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _write_streaming(writer: StubWriter, query: CleanQuery, k: int, retriever: Retriever,
-                     stage: Callable[..., None]) -> StubOutcome:
+                     stage: Callable[..., None], between: Callable[[], None] = lambda: None) -> StubOutcome:
     """writer.write(query) in a worker thread, its text streamed here: Writing with the text so far, and
     StubSearched for each completed stub (the outcome's stubs too when the reply came whole, from the call
     cache or a backend that does not stream)."""
@@ -183,6 +240,7 @@ def _write_streaming(writer: StubWriter, query: CleanQuery, k: int, retriever: R
     with ThreadPoolExecutor(1, thread_name_prefix="stub-writer") as pool:
         future = pool.submit(context.run, work)
         while not (future.done() and texts.empty()):
+            between()  # a plan started early is shown as soon as it is done
             try:
                 text = texts.get(timeout=POLL_S)
             except queue.Empty:
@@ -195,6 +253,7 @@ def _write_streaming(writer: StubWriter, query: CleanQuery, k: int, retriever: R
                 searched(stub)
             seen = max(seen, len(stubs))
         outcome = future.result()
+    between()
     if not outcome.fallback:
         for stub in outcome.stubs[seen:]:
             searched(stub)

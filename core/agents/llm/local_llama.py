@@ -30,6 +30,7 @@ import numpy as np
 
 from core.agents.llm.base import LLMError, LLMResponse, Usage
 from core.agents.llm.budget import budget_s, remaining_s
+from core.agents.llm.draft import MAX_DRAFT, PromptLookup
 from core.agents.llm.grammar import gbnf
 from core.agents.llm.stream import TextSink, current_sink
 from core.agents.llm.local_model import LocalModel, LocalModelError, llama_cpp_module, quantisation_of, resolve_local_model
@@ -87,7 +88,9 @@ class _Instance:
     39 tok/s here; with one thread it made no difference.
     """
 
-    def __init__(self, path: Path, n_threads: int) -> None:
+    def __init__(self, path: Path, n_threads: int, draft: bool = False) -> None:
+        self.draft = draft  # speculative decoding by prompt lookup (_drafted); see LocalLlamaClient
+        self.drafted = self.accepted = 0  # draft tokens offered and kept so far: the acceptance rate
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self._thread.submit(self._load, path, n_threads).result()
 
@@ -252,26 +255,90 @@ class _Instance:
         try:
             if not self._evaluate(tokens, deadline):
                 return "", len(tokens), 0, False
-            while len(out) < max_tokens:
-                if time.perf_counter() > deadline:
-                    return llm.detokenize(out).decode("utf-8", "replace"), len(tokens), len(out), False
-                logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(self.n_vocab,))
-                token = int(np.argmax(logits))
-                if grammar is not None and not self._fits(grammar, token, float(logits[token])):
-                    token = self._best_allowed(grammar, logits)
-                if self.C.llama_vocab_is_eog(self.vocab, token):
-                    break
-                if grammar is not None:
-                    self.C.llama_sampler_accept(grammar, token)
-                out.append(token)
-                if sink is not None:
-                    sink(llm.detokenize(out).decode("utf-8", "replace"))
-                llm.eval([token])
+            if not (self._drafted(tokens, grammar, max_tokens, deadline, sink, out) if self.draft
+                    else self._plain(grammar, max_tokens, deadline, sink, out)):
+                return llm.detokenize(out).decode("utf-8", "replace"), len(tokens), len(out), False
             self._keep_prefix(tokens)
         finally:
             if grammar is not None:
                 self.C.llama_sampler_free(grammar)
         return llm.detokenize(out).decode("utf-8", "replace"), len(tokens), len(out), True
+
+
+    def _choose(self, grammar: Any, logits: np.ndarray) -> int:
+        """Greedy under the grammar: the best token if it fits, else the best of those that do."""
+        token = int(np.argmax(logits))
+        if grammar is not None and not self._fits(grammar, token, float(logits[token])):
+            token = self._best_allowed(grammar, logits)
+        return token
+
+    def _logits(self, index: int) -> np.ndarray:
+        return np.ctypeslib.as_array(self.llm._ctx.get_logits_ith(index), shape=(self.n_vocab,))
+
+    def _take(self, grammar: Any, token: int, out: list[int], sink: TextSink | None) -> None:
+        if grammar is not None:
+            self.C.llama_sampler_accept(grammar, token)
+        out.append(token)
+        if sink is not None:
+            sink(self.llm.detokenize(out).decode("utf-8", "replace"))
+
+    def _plain(self, grammar: Any, max_tokens: int, deadline: float, sink: TextSink | None,
+               out: list[int]) -> bool:
+        """One token per model evaluation; False when the deadline stopped it."""
+        while len(out) < max_tokens:
+            if time.perf_counter() > deadline:
+                return False
+            token = self._choose(grammar, self._logits(-1))
+            if self.C.llama_vocab_is_eog(self.vocab, token):
+                break
+            self._take(grammar, token, out, sink)
+            self.llm.eval([token])
+        return True
+
+    def _drafted(self, prompt: list[int], grammar: Any, max_tokens: int, deadline: float, sink: TextSink | None,
+                 out: list[int]) -> bool:
+        """Speculative decoding: after each chosen token, draft the tokens that followed its context before
+        (core.agents.llm.draft), evaluate the token and the draft in one batch, and keep each drafted token only
+        while it is the one greedy decoding under the grammar picks from the batch's logits; the KV cache is cut
+        back past the first refused one. False when the deadline stopped it."""
+        llm, lookup = self.llm, PromptLookup(prompt)
+        logits = self._logits(-1)
+        while len(out) < max_tokens:
+            if time.perf_counter() > deadline:
+                return False
+            token = self._choose(grammar, logits)
+            if self.C.llama_vocab_is_eog(self.vocab, token):
+                break
+            self._take(grammar, token, out, sink)
+            lookup.add(token)
+            draft = lookup.draft(min(MAX_DRAFT, max_tokens - len(out)))
+            start = llm.n_tokens
+            self._decode([token, *draft])
+            self.drafted += len(draft)
+            logits, kept = self._logits(0), 0
+            for i, guess in enumerate(draft):
+                choice = self._choose(grammar, logits)
+                if choice != guess or self.C.llama_vocab_is_eog(self.vocab, choice):
+                    break
+                self._take(grammar, guess, out, sink)
+                lookup.add(guess)
+                kept += 1
+                logits = self._logits(i + 1)
+            self.accepted += kept
+            if kept < len(draft):
+                llm._ctx.kv_cache_seq_rm(0, start + 1 + kept, -1)
+                llm.n_tokens = start + 1 + kept
+        return True
+
+    def _decode(self, tokens: list[int]) -> None:
+        """Evaluate `tokens` after the KV cache's, with logits at every position (Llama.eval keeps the last only)."""
+        llm = self.llm
+        n_past = llm.n_tokens
+        llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
+        llm._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[n_past:n_past + len(tokens)] = tokens
+        llm.n_tokens += len(tokens)
 
 
 class LocalLlamaClient:
@@ -280,7 +347,7 @@ class LocalLlamaClient:
     backend = "local"
 
     def __init__(self, model: LocalModel, *, timeout_s: float = 60.0, n_threads: int = 2, instances: int = 1,
-                 max_tokens: int = MAX_TOKENS) -> None:
+                 max_tokens: int = MAX_TOKENS, draft: bool = False) -> None:
         self.local = model
         self.model = model.name
         self.identity = model.sha256  # in the call cache's key: another file of the same name is another model
@@ -288,6 +355,12 @@ class LocalLlamaClient:
         self.max_tokens = max_tokens
         self._n_threads = n_threads
         self._instances = instances
+        # Drafting evaluates several tokens in one batch, and llama.cpp's batched logits differ from one token's
+        # (by up to 0.9 here), so a drafted reply can differ from the plain one: it is another decoder, with a
+        # call-cache identity and provenance of its own, and no setting turns it on (benchmarks/draft_identity.py).
+        self.draft = draft
+        if draft:
+            self.identity = f"{model.sha256}+lookup-drafts"
         self._instances_loaded: list[_Instance] = []
         self._free: list[_Instance] = []
         self._available = threading.Condition()
@@ -305,7 +378,7 @@ class LocalLlamaClient:
     def _ensure_loaded(self) -> list[_Instance]:
         with self._load_lock:
             if not self._instances_loaded:
-                loaded = [_Instance(self.local.path, self._n_threads) for _ in range(self._instances)]
+                loaded = [_Instance(self.local.path, self._n_threads, self.draft) for _ in range(self._instances)]
                 declared = self.local.prompt_style
                 if declared == "chat" and not loaded[0].chat_template:
                     raise LocalModelError(f"{self.local.path.name} has no chat template, but {self.model} is "
@@ -346,7 +419,9 @@ class LocalLlamaClient:
                 "runtime": f"llama-cpp-python {self.local.llama_cpp_version}", "n_ctx": N_CTX,
                 "cpu_kernels": first.C.llama_print_system_info().decode("utf-8", "replace").strip(" |"),
                 "threads": self._n_threads, "instances": self._instances, "prompt_style": self.prompt_style,
-                "sampling": "greedy (temperature 0), constrained by a GBNF grammar", "max_tokens": self.max_tokens}
+                "sampling": "greedy (temperature 0), constrained by a GBNF grammar"
+                            + (", prompt-lookup drafts verified in batches" if self.draft else ""),
+                "max_tokens": self.max_tokens}
 
     def speed(self, prompt_tokens: int = 256, generated: int = 32) -> dict[str, float]:
         """Prompt and generation tokens/s of one instance, from an empty KV cache (llama-bench's pp/tg)."""
