@@ -14,7 +14,7 @@ import streamlit as st
 from core.data.toolbench import ApiKey
 from core.evaluation import metrics
 from core.retrieval.archs import ARCHS_BY_NAME, Arch, baseline, declared, stub_carrier
-from core.study.one_query import Answered, LLMFailed, Retrieved, Stage, StubSearched, Writing, stage_label
+from core.study.one_query import Answered, LLMFailed, Planned, Retrieved, Stage, StubSearched, Writing, stage_label
 from core.study.query_result import ArchResult, QueryOutcome
 from ui.safe import md
 from ui.widgets import arch_column, arch_section
@@ -22,9 +22,24 @@ from ui.widgets import arch_column, arch_section
 WRITING_REFRESH_S = 0.1  # the partial reply is redrawn at most this often (a model writes 40-60 tokens a second)
 
 
-def stage_line(seconds: dict[str, float]) -> str:
-    """"RtP hits 0.04 s · first stub 1.31 s · …": when each stage was done, counted from the query's start."""
-    return " · ".join(f"{label} {value:.2f} s" for label, value in seconds.items())
+def stage_line(seconds: dict[str, float], rates: dict[str, float] | None = None) -> str:
+    """"RtP hits 0.04 s · first stub 1.31 s · PtR plan 9.80 s (38 tok/s) · …": when each stage was done, counted from
+    the query's start, and for an LLM stage the tokens per second its call wrote."""
+    rates = rates or {}
+    return " · ".join(f"{label} {value:.2f} s" + (f" ({rates[label]:.0f} tok/s)" if label in rates else "")
+                      for label, value in seconds.items())
+
+
+def llm_rate(stage: Stage) -> float | None:
+    """Output tokens per second of the LLM call a stage finished (the stubs carried by a block, or its plan; a reply
+    from the call cache: as it was first written); None for a stage with no LLM call."""
+    if not isinstance(stage, Answered):
+        return None
+    block = stage.block
+    call = block.plan if isinstance(stage, Planned) else block.writing
+    if call is None or not call.latency_s or not call.usage.output_tokens:
+        return None
+    return call.usage.output_tokens / call.latency_s
 
 
 def _declared(name: str) -> Arch:
@@ -79,6 +94,7 @@ class LiveColumns:
     on_baseline: Callable[[ArchResult], None] | None = None  # what else the page draws from RtP's block alone
     result: QueryOutcome = field(init=False)  # what has arrived, without gold marks (added when drawn)
     seconds: dict[str, float] = field(default_factory=dict)
+    rates: dict[str, float] = field(default_factory=dict)  # tokens/s of the LLM stages, by stage label
     _stub_area: Any = None
     _writing: Any = None
     _drawn_at: float = 0.0
@@ -91,6 +107,8 @@ class LiveColumns:
         label = stage_label(stage)
         if label is not None:
             self.seconds.setdefault(label, stage.seconds)
+            if (rate := llm_rate(stage)) is not None:
+                self.rates.setdefault(label, rate)
         if isinstance(stage, Answered):
             self.result = self.result.with_block(stage.block)
             a = _declared(stage.block.arch)
@@ -108,7 +126,8 @@ class LiveColumns:
         elif isinstance(stage, LLMFailed):
             draw_block(self.slots, stub_carrier(), None, self.lookup, self.k,
                        failure=f"{self.model} cannot run: {stage.message}")
-        self.slots.times.caption(f"Live, stage by stage ({md(self.model, 80)}): {stage_line(self.seconds)}")
+        self.slots.times.caption(f"Live, stage by stage ({md(self.model, 80)}): "
+                                 f"{stage_line(self.seconds, self.rates)}")
 
     def _draw(self, a: Arch) -> None:
         block = self.result.get(a.name)
@@ -141,4 +160,7 @@ def replay(columns: LiveColumns, result: QueryOutcome, seconds: dict[str, float]
     base = result.get(baseline().name)
     if columns.on_baseline is not None and base is not None:
         columns.on_baseline(base)
-    columns.slots.times.caption(f"Live ({md(columns.model, 80)}), when each stage was done: {stage_line(seconds)}")
+    stages = [kind(0.0, block) for block in result.blocks for kind in (Retrieved, Planned)]
+    rates = {stage_label(stage): rate for stage in stages if (rate := llm_rate(stage)) is not None}
+    columns.slots.times.caption(f"Live ({md(columns.model, 80)}), when each stage was done: "
+                                f"{stage_line(seconds, rates)}")
