@@ -25,8 +25,7 @@ from core.data.loaders import queries_for  # noqa: E402
 from core.local_models import LOCAL_MODELS  # noqa: E402
 from core.retrieval.assemble import build_retriever  # noqa: E402
 from core.settings import Settings  # noqa: E402
-from core.study.one_query import (DEFAULT_PLAN_SCHEDULE, PLAN_SCHEDULES, Stage, run_query,  # noqa: E402
-                                  stage_label)
+from core.study.one_query import PLAN_SCHEDULES, Stage, plan_schedule, run_query, stage_label  # noqa: E402
 
 SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
 GOALS = {"rtp": 1.0, "first_stub": {"qwen2.5-coder-1.5b-instruct-q4_k_m": 4.0},
@@ -34,7 +33,7 @@ GOALS = {"rtp": 1.0, "first_stub": {"qwen2.5-coder-1.5b-instruct-q4_k_m": 4.0},
          "both_plans": {"qwen2.5-coder-1.5b-instruct-q4_k_m": 20.0}}
 
 
-def stage_times(text: str, retriever, settings: Settings, schedule: str = DEFAULT_PLAN_SCHEDULE) -> dict[str, float]:
+def stage_times(text: str, retriever, settings: Settings, schedule: str | None = None) -> dict[str, float]:
     seen: dict[str, float] = {}
 
     def emit(stage: Stage) -> None:
@@ -52,8 +51,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="", help="a declared model, or all (default: every installed one)")
     parser.add_argument("--queries", type=int, default=6)
-    parser.add_argument("--schedule", default=DEFAULT_PLAN_SCHEDULE, choices=(*PLAN_SCHEDULES, "all"),
-                        help="when the plans run (core.study.one_query.PLAN_SCHEDULES); all: each in turn, per query")
+    parser.add_argument("--schedule", default="", choices=("", *PLAN_SCHEDULES, "all"),
+                        help="when the plans run (core.study.one_query.PLAN_SCHEDULES; default: plan_schedule's); "
+                             "all: each in turn, per query")
     args = parser.parse_args()
     base = Settings.from_env().with_(llm_backend="local", registry="full")
     names = ([s.name for s in installed_models(base.cache_dir)] if args.model in ("", "all") else [args.model])
@@ -68,7 +68,7 @@ def main() -> int:
         settings = base.with_(local_model=name, llm_model=name)
         for text in warm:  # loads the model, then keeps the templates' prefixes
             stage_times(text, retriever, settings)
-        schedules = PLAN_SCHEDULES if args.schedule == "all" else (args.schedule,)
+        schedules = PLAN_SCHEDULES if args.schedule == "all" else (args.schedule or plan_schedule(settings),)
         runs = {schedule: [] for schedule in schedules}
         for text in texts:  # the schedules interleaved per query, so a change of load falls on each alike
             for schedule in schedules:

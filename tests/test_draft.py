@@ -22,3 +22,19 @@ def test_a_suffix_never_seen_drafts_nothing_and_a_draft_stops_at_the_end() -> No
     assert lookup.draft() == [4]  # "4" was followed by the last 4: only what exists
     assert PromptLookup(list(range(5)) * 10).draft() == [0, 1, 2, 3, 4]  # up to the suffix itself, no further
     assert PromptLookup(list(range(20)) * 2).draft() == list(range(MAX_DRAFT))
+
+
+def test_instances_generating_at_once_share_the_cores_and_a_drafting_client_caches_apart(tmp_path) -> None:
+    """Two calls at once on two cores with two threads each ran both plans 2.5x slower than one after the other
+    (benchmarks/inspector_stream.py): each instance asks before every evaluation how many threads it has now."""
+    from core.agents.llm.local_llama import LocalLlamaClient
+    from core.agents.llm.local_model import LocalModel
+
+    model = LocalModel(tmp_path / "m.gguf", "m", "ab" * 32, "Q4_K_M", "0")
+    client = LocalLlamaClient(model, n_threads=4, instances=2)
+    shares = []
+    for busy in (0, 1, 2, 3):
+        client._generating = busy
+        shares.append(client._threads_now())
+    assert shares == [4, 4, 2, 1]
+    assert LocalLlamaClient(model, draft=True).identity != client.identity  # drafted replies never serve plain ones

@@ -173,3 +173,12 @@ def test_the_early_schedule_plans_rtp_while_the_stubs_are_written() -> None:
     assert writer.saw_a_plan
     order = [shape(s) for s in stages if isinstance(s, (Planned, Retrieved))]
     assert order.index("Planned:rtp") < order.index("Retrieved:ptr")  # RtP's plan shown before PtR's hits
+
+
+def test_plans_run_at_once_on_the_local_backend_with_two_instances_only() -> None:
+    from core.study.one_query import plan_schedule
+
+    local = Settings.from_env(env={"LLM_BACKEND": "local"})
+    assert plan_schedule(local) == "parallel" and local.local_instances == 2
+    assert plan_schedule(local.with_(local_instances=1)) == "sequential"
+    assert plan_schedule(Settings.from_env(env={"LLM_BACKEND": "offline"})) == "sequential"

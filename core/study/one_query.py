@@ -21,7 +21,7 @@ import queue
 import re
 import time
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from core.agents.factory import Agents, make_agents
@@ -43,6 +43,15 @@ _COMPLETE_STUB = re.compile(r'\{\s*"name"\s*:\s*' + _STRING + r'\s*,\s*"reasonin
 POLL_S = 0.05
 PLAN_SCHEDULES = ("sequential", "parallel", "early")
 DEFAULT_PLAN_SCHEDULE = "sequential"
+
+
+def plan_schedule(settings: Settings) -> str:
+    """The schedule a query's plans follow: both at once on the local backend with two model instances or more, one
+    after the other elsewhere. Measured with the 1.5B on 2 cores (benchmarks/inspector_stream.py --schedule all, 6
+    queries, docs/benchmarks.md): both at once, the cores shared out, end the query 16% sooner (both plans p50
+    18.9 s against 22.6 s) at the cost of PtR's column (15.4 s against 11.8 s); early (RtP's plan beside the stub
+    writer) doubles the first stub's time. A remote backend's calls were not measured so: they keep their order."""
+    return "parallel" if settings.llm_backend == "local" and settings.local_instances >= 2 else DEFAULT_PLAN_SCHEDULE
 
 
 @dataclass(frozen=True)
@@ -117,12 +126,13 @@ def complete_stubs(text: str) -> list[Stub]:
 def run_query(text: str, k: int, retriever: Retriever, settings: Settings, emit: Emit | None = None, *,
               archs: Sequence[Arch] | None = None, plans: bool = True, gold: Collection[ApiKey] | None = None,
               agents: Agents | None = None, written: StubOutcome | None = None,
-              use_cache: bool = True, schedule: str = DEFAULT_PLAN_SCHEDULE) -> QueryOutcome:
+              use_cache: bool = True, schedule: str | None = None) -> QueryOutcome:
     """`archs` (default: every declared one) on one query, each stage emitted as it finishes (see the module's
     docstring); the planners run when `plans`. QueryError for empty, undecodable or oversized text, or a k out of
     range, before anything runs.
 
-    `written` replays given stubs instead of writing new ones; `schedule` is one of PLAN_SCHEDULES. Failures of the LLM are recorded in the result
+    `written` replays given stubs instead of writing new ones; `schedule` is one of PLAN_SCHEDULES (None: the
+    settings' plan_schedule). Failures of the LLM are recorded in the result
     (fallback stubs, parse errors, and llm_error when the backend cannot run at all); they never stop the
     architectures that need no stubs (RtP) from answering.
     """
@@ -134,6 +144,7 @@ def run_query(text: str, k: int, retriever: Retriever, settings: Settings, emit:
 
     query = clean_query(text)
     check_k(k)
+    schedule = plan_schedule(settings) if schedule is None else schedule
     if schedule not in PLAN_SCHEDULES:
         raise ValueError(f"schedule must be one of {', '.join(PLAN_SCHEDULES)}, not {schedule!r}")
     retriever = memoised(retriever)
@@ -210,9 +221,10 @@ class _Plans:
                 self._planned(name, future.result())
 
     def finish(self) -> None:
+        """Every plan still running, emitted in the order they were started (PtR's, then RtP's, as the sequential
+        schedule emits them), so a query's stages come in one order whichever plan ends first."""
         try:
-            for future in as_completed(list(self.running.values())):
-                name = next(n for n, f in self.running.items() if f is future)
+            for name, future in list(self.running.items()):
                 del self.running[name]
                 self._planned(name, future.result())
         finally:

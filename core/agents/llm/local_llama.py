@@ -24,6 +24,7 @@ from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -88,7 +89,13 @@ class _Instance:
     39 tok/s here; with one thread it made no difference.
     """
 
-    def __init__(self, path: Path, n_threads: int, draft: bool = False) -> None:
+    def __init__(self, path: Path, n_threads: int, draft: bool = False,
+                 threads_now: Callable[[], int] | None = None) -> None:
+        self.n_threads = n_threads
+        # How many threads to use right now (LocalLlamaClient: its cores shared among the instances generating at
+        # once); asked before every evaluation, so a call that starts beside another gives up half its cores.
+        self.threads_now = threads_now or (lambda: n_threads)
+        self._threads_set = n_threads
         self.draft = draft  # speculative decoding by prompt lookup (_drafted); see LocalLlamaClient
         self.drafted = self.accepted = 0  # draft tokens offered and kept so far: the acceptance rate
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
@@ -122,6 +129,12 @@ class _Instance:
         self._set_abort = self.C._lib.llama_set_abort_callback
         self._set_abort.argtypes = [ctypes.c_void_p, self.C.ggml_abort_callback, ctypes.c_void_p]
         self._set_abort.restype = None
+
+    def _share_cores(self) -> None:
+        threads = self.threads_now()
+        if threads != self._threads_set:
+            self.llm._ctx.set_n_threads(threads, threads)
+            self._threads_set = threads
 
     def _fits(self, grammar: Any, token: int, logit: float) -> bool:
         self._one[0].id, self._one[0].logit, self._one[0].p = token, logit, 0.0
@@ -205,6 +218,7 @@ class _Instance:
                 if time.perf_counter() > deadline:
                     return False
                 try:
+                    self._share_cores()
                     self.llm.eval(tokens[start:start + CHUNK])
                 except RuntimeError:  # llama_decode aborted by the deadline (any other failure is raised)
                     if time.perf_counter() > deadline:
@@ -292,6 +306,7 @@ class _Instance:
             if self.C.llama_vocab_is_eog(self.vocab, token):
                 break
             self._take(grammar, token, out, sink)
+            self._share_cores()
             self.llm.eval([token])
         return True
 
@@ -313,6 +328,7 @@ class _Instance:
             lookup.add(token)
             draft = lookup.draft(min(MAX_DRAFT, max_tokens - len(out)))
             start = llm.n_tokens
+            self._share_cores()
             self._decode([token, *draft])
             self.drafted += len(draft)
             logits, kept = self._logits(0), 0
@@ -364,6 +380,7 @@ class LocalLlamaClient:
         self._instances_loaded: list[_Instance] = []
         self._free: list[_Instance] = []
         self._available = threading.Condition()
+        self._generating = 0  # instances generating now: they share the n_threads cores (_threads_now)
         self._load_lock = threading.Lock()
         self._chat = model.prompt_style == "chat"
 
@@ -378,7 +395,8 @@ class LocalLlamaClient:
     def _ensure_loaded(self) -> list[_Instance]:
         with self._load_lock:
             if not self._instances_loaded:
-                loaded = [_Instance(self.local.path, self._n_threads, self.draft) for _ in range(self._instances)]
+                loaded = [_Instance(self.local.path, self._n_threads, self.draft, self._threads_now)
+                          for _ in range(self._instances)]
                 declared = self.local.prompt_style
                 if declared == "chat" and not loaded[0].chat_template:
                     raise LocalModelError(f"{self.local.path.name} has no chat template, but {self.model} is "
@@ -387,6 +405,12 @@ class LocalLlamaClient:
                 self._free = list(loaded)
                 self._instances_loaded = loaded
             return self._instances_loaded
+
+    def _threads_now(self) -> int:
+        """An instance's threads while `_generating` instances run at once: LOCAL_THREADS shared out, at least one.
+        Two calls at once with two threads each put four threads on two cores, which ran both plans 2.5x slower
+        than one after the other here (benchmarks/inspector_stream.py --schedule all)."""
+        return max(1, self._n_threads // max(1, self._generating))
 
     def _acquire(self, text: str) -> tuple[_Instance, list[int]]:
         """A free instance, preferring the one whose KV cache holds most of this prompt: with two
@@ -402,10 +426,12 @@ class LocalLlamaClient:
             tokens = self._free[0].tokenize(text, special=self._chat)
             best = max(self._free, key=lambda inst: inst.reuse(tokens))
             self._free.remove(best)
+            self._generating += 1
             return best, tokens
 
     def _release(self, instance: _Instance) -> None:
         with self._available:
+            self._generating -= 1
             self._free.append(instance)
             self._available.notify()
 
@@ -430,6 +456,7 @@ class LocalLlamaClient:
             while instance not in self._free:
                 self._available.wait()
             self._free.remove(instance)
+            self._generating += 1
         try:
             return instance.speed(prompt_tokens, generated)
         finally:
