@@ -130,8 +130,7 @@ view_key = urlencode(view.params(), safe=":")
 if show != SHOWS[0]:  # imported here: the probing views read pandas tables, which a shared ?q= link never needs
     from ui.probe_views import every_live_system, every_stored_system, stored_systems, stub_editor
 
-    probe_registry = registry_for(settings)
-    probe_lookup = describe(probe_registry)
+    probe_lookup = describe(registry_for(settings))
     systems = stored_studies(settings) if query is not None else []
     if show == SHOWS[1] and query is not None:
         stored_views = every_stored_system(settings, systems, query, k, gold, probe_lookup)
@@ -145,7 +144,7 @@ if show != SHOWS[0]:  # imported here: the probing views read pandas tables, whi
             every_live_system(settings, runnable_systems(settings), text, k, gold, probe_retriever,
                               describe(probe_retriever.registry), view_key)
         else:
-            stub_editor(settings, stored_views, text, k, gold, probe_retriever, describe(probe_retriever.registry),
+            stub_editor(stored_views, text, k, gold, probe_retriever, describe(probe_retriever.registry),
                         view_key, chosen_study())
     st.divider()
     st.caption("Share this view: the page's URL reproduces it, with the sidebar's choices.")

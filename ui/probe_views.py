@@ -82,8 +82,8 @@ def _system_column(label: str, outcome: QueryOutcome | None, lookup: Callable[[A
     st.markdown(f"**PtR top {len(block.hits)}**")
     hit_list(block.marked_hits(), lookup)
     hybrid = outcome.get("hybrid") if outcome is not None else None
-    if hybrid is not None and hybrid.gold is not None:
-        st.caption(f"Hybrid recall@{k}: {hybrid.gold.recall:.2f}" if hybrid.gold.recall is not None else "")
+    if hybrid is not None and hybrid.gold is not None and hybrid.gold.recall is not None:
+        st.caption(f"Hybrid recall@{k}: {hybrid.gold.recall:.2f}")
     plan_view(block.plan, "PtR's planner")
 
 
@@ -228,8 +228,7 @@ def live_stubs(view_key: str) -> dict[str, tuple[Stub, ...]]:
     return found
 
 
-def starting_points(settings: Settings, stored: Sequence[StoredSystem], text: str,
-                    view_key: str) -> dict[str, tuple[Stub, ...]]:
+def starting_points(stored: Sequence[StoredSystem], text: str, view_key: str) -> dict[str, tuple[Stub, ...]]:
     """What an edit can start from: no stubs, the offline heuristic's (computed now: no LLM), each stored system's
     stubs for this query, and those a system wrote for it live in this session."""
     points: dict[str, tuple[Stub, ...]] = {NO_STUBS: ()}
@@ -254,13 +253,13 @@ def _diff_lines(diff: EditDiff, k: int) -> None:
                     + (", ".join(_short(k_) for k_ in diff.gold_missed) or "none"))
 
 
-def stub_editor(settings: Settings, stored: Sequence[StoredSystem], text: str, k: int,
+def stub_editor(stored: Sequence[StoredSystem], text: str, k: int,
                 gold: Collection[ApiKey] | None, retriever: Retriever, lookup: Callable[[ApiKey], Api | None],
                 view_key: str, preferred: str | None = None) -> tuple[Stub, ...] | None:
     """The editor and its results; the edited stubs (None when they cannot be searched). It starts from the
     `preferred` stored system's stubs (the sidebar's study), else the first stored one's, else the heuristic's."""
     state = st.session_state
-    points = starting_points(settings, stored, text, view_key)
+    points = starting_points(stored, text, view_key)
     linked = st.query_params.get("stubs")
     if linked is not None and state.get("edit_linked") != linked:  # a shared link: its stubs, as they were
         state["edit_linked"] = linked
