@@ -5,9 +5,10 @@ decoding, byte for byte, per installed local model.
 
 The stub prompts of the first `--stubs` test queries (the 1,100 in subset order) and the plan prompts of the first
 `--plans` over their RtP top 5, exactly as the stub writer and the planner build them (the model's prompt style and
-schema), each answered by two clients of the same file and threads, one plain and one drafting (LOCAL_DRAFT=lookup),
-with no call cache. Reports per model and prompt kind: replies identical, the first mismatches (where they part),
-output tokens/s of each decoder over the same replies, the speed-up, and the share of drafted tokens kept.
+schema), each answered by one client per decoder (the same file and threads; standard or flash attention, with or without
+prompt-lookup drafts), with no call cache. Reports per model, prompt kind and decoder: the replies identical to its
+base's (drafts against the same attention without them, flash against the stored decoder), where they part, output
+tokens/s over the same prompts, the speed-up, and the share of drafted tokens kept.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -44,30 +46,68 @@ def prompts(settings: Settings, retriever, n_stubs: int, n_plans: int) -> dict[s
     return {"stub": stubs, "plan": plans}
 
 
-def compare(plain: LocalLlamaClient, drafted: LocalLlamaClient, pairs: list[tuple[str, dict]]) -> dict:
-    same, mismatches, tokens, seconds = 0, [], {"plain": 0, "drafted": 0}, {"plain": 0.0, "drafted": 0.0}
-    before = [sum(i.drafted for i in drafted._ensure_loaded()), sum(i.accepted for i in drafted._ensure_loaded())]
-    for number, (prompt, schema) in enumerate(pairs):
-        replies = {}
-        for name, client in (("plain", plain), ("drafted", drafted)):
+@dataclass(frozen=True)
+class Decoder:
+    """One way of decoding the same file: flash attention or not, and how many tokens are drafted at a time."""
+    flash: bool
+    draft: int
+
+    @property
+    def name(self) -> str:
+        return ("flash" if self.flash else "standard") + (f"+drafts-{self.draft}" if self.draft else "")
+
+    @property
+    def base(self) -> Decoder:
+        """What this decoder must equal byte for byte: its attention without drafts; the stored decoder's for that."""
+        return Decoder(self.flash, 0) if self.draft else STORED
+
+
+STORED = Decoder(False, 0)  # the decoder every stored reply and the call cache come from
+
+
+def parse(text: str) -> Decoder:
+    attention, _, drafts = text.partition("+drafts-")
+    if attention not in ("standard", "flash"):
+        raise argparse.ArgumentTypeError(f"{text}: standard or flash, then optionally +drafts-N")
+    return Decoder(attention == "flash", int(drafts or 0))
+
+
+def compare(clients: dict[Decoder, LocalLlamaClient], pairs: list[tuple[str, dict]]) -> dict:
+    """Every decoder's replies, tokens/s and drafts kept, each checked against its base's replies."""
+    replies: dict[Decoder, list[str]] = {d: [] for d in clients}
+    tokens, seconds = dict.fromkeys(clients, 0), dict.fromkeys(clients, 0.0)
+    counts = {d: (sum(i.drafted for i in c._ensure_loaded()), sum(i.accepted for i in c._ensure_loaded()))
+              for d, c in clients.items()}
+    for prompt, schema in pairs:
+        for decoder, client in clients.items():  # one prompt through every decoder in turn: the load is shared
             start = time.perf_counter()
             reply = client.generate(prompt, schema=schema)
-            seconds[name] += time.perf_counter() - start
-            tokens[name] += reply.usage.output_tokens
-            replies[name] = reply.text
-        if replies["plain"] == replies["drafted"]:
-            same += 1
-        elif len(mismatches) < 5:
-            at = next((i for i, (a, b) in enumerate(zip(replies["plain"], replies["drafted"])) if a != b),
-                      min(len(replies["plain"]), len(replies["drafted"])))
-            mismatches.append({"prompt": number, "at_char": at, "plain": replies["plain"][max(0, at - 40):at + 40],
-                               "drafted": replies["drafted"][max(0, at - 40):at + 40]})
-    offered = sum(i.drafted for i in drafted._ensure_loaded()) - before[0]
-    kept = sum(i.accepted for i in drafted._ensure_loaded()) - before[1]
-    rate = {name: round(tokens[name] / seconds[name], 1) if seconds[name] else None for name in tokens}
-    return {"prompts": len(pairs), "identical": same, "mismatches": mismatches, "output_tokens": tokens["plain"],
-            "tok_s": rate, "speedup": round(seconds["plain"] / seconds["drafted"], 2) if seconds["drafted"] else None,
-            "drafted_tokens": offered, "accepted_share": round(kept / offered, 3) if offered else None}
+            seconds[decoder] += time.perf_counter() - start
+            tokens[decoder] += reply.usage.output_tokens
+            replies[decoder].append(reply.text)
+    report = {}
+    for decoder, client in clients.items():
+        offered = sum(i.drafted for i in client._ensure_loaded()) - counts[decoder][0]
+        kept = sum(i.accepted for i in client._ensure_loaded()) - counts[decoder][1]
+        row = {"tok_s": round(tokens[decoder] / seconds[decoder], 1) if seconds[decoder] else None,
+               "output_tokens": tokens[decoder], "seconds": round(seconds[decoder], 2)}
+        if offered:
+            row.update(drafted_tokens=offered, accepted_share=round(kept / offered, 3))
+        if decoder != STORED and decoder.base in replies:
+            base = replies[decoder.base]
+            row["against"] = decoder.base.name
+            row["identical"] = sum(a == b for a, b in zip(replies[decoder], base))
+            row["mismatches"] = [_parting(number, base[number], mine) for number, mine in enumerate(replies[decoder])
+                                 if mine != base[number]][:3]
+            row["speedup"] = round(seconds[decoder.base] / seconds[decoder], 2) if seconds[decoder] else None
+        report[decoder.name] = row
+    return {"prompts": len(pairs), "decoders": report}
+
+
+def _parting(number: int, base: str, mine: str) -> dict:
+    """Where two replies part, with 40 characters either side."""
+    at = next((i for i, (a, b) in enumerate(zip(base, mine)) if a != b), min(len(base), len(mine)))
+    return {"prompt": number, "at_char": at, "base": base[max(0, at - 40):at + 40], "this": mine[max(0, at - 40):at + 40]}
 
 
 def main() -> int:
@@ -75,8 +115,13 @@ def main() -> int:
     parser.add_argument("--model", default="all")
     parser.add_argument("--stubs", type=int, default=60)
     parser.add_argument("--plans", type=int, default=60)
+    parser.add_argument("--decoders", type=lambda text: [parse(t) for t in text.split(",")],
+                        default=[STORED, Decoder(False, 2), Decoder(True, 0), Decoder(True, 2)],
+                        help="comma-separated: standard|flash[+drafts-N] (default standard,standard+drafts-2,"
+                             "flash,flash+drafts-2); each is checked against its base, which is added if missing")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    decoders = list(dict.fromkeys([*(d.base for d in args.decoders), *args.decoders]))
     base = Settings.from_env().with_(llm_backend="local", registry="full")
     names = [s.name for s in installed_models(base.cache_dir)] if args.model == "all" else [args.model]
     retriever, _ = build_retriever(base)
@@ -84,12 +129,12 @@ def main() -> int:
     for name in names:
         settings = base.with_(local_model=name, llm_model=name)
         model = resolve_local_model(name, settings.cache_dir)
-        plain = LocalLlamaClient(model, timeout_s=600, n_threads=settings.local_threads, instances=1).load()
-        drafted = LocalLlamaClient(model, timeout_s=600, n_threads=settings.local_threads, instances=1,
-                                   draft=True).load()
+        clients = {d: LocalLlamaClient(model, timeout_s=600, n_threads=settings.local_threads, instances=1,
+                                       draft=d.draft, flash=d.flash).load() for d in decoders}
         report["models"][LOCAL_MODELS[name].label] = {
-            kind: compare(plain, drafted, pairs) for kind, pairs in prompts(settings, retriever, args.stubs,
-                                                                              args.plans).items()}
+            kind: compare(clients, pairs) for kind, pairs in prompts(settings, retriever, args.stubs,
+                                                                     args.plans).items()}
+        del clients  # the next model's instances load with these freed
     report["load_after"] = round(os.getloadavg()[0], 2)
     print(json.dumps(report) if args.json else json.dumps(report, indent=1))
     return 0

@@ -37,4 +37,6 @@ def test_instances_generating_at_once_share_the_cores_and_a_drafting_client_cach
         client._generating = busy
         shares.append(client._threads_now())
     assert shares == [4, 4, 2, 1]
-    assert LocalLlamaClient(model, draft=True).identity != client.identity  # drafted replies never serve plain ones
+    identities = {LocalLlamaClient(model, draft=d, flash=f).identity for d in (0, 2) for f in (False, True)}
+    assert len(identities) == 4  # drafted or flash-attention replies never serve plain ones (nor each other)
+    assert client.identity == model.sha256  # the stored decoder's identity is the file's alone: the cache stays valid

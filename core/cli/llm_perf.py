@@ -1,7 +1,13 @@
 """`python -m core perf --llm`: the local model's throughput, and what the study's runner makes of it.
 
 Measured in one process on a stratified sample of benchmark queries (the first n of every subset):
-- prompt and generation tokens/s of one instance from an empty cache (llama-bench's pp and tg);
+- prompt and generation tokens/s of one instance from an empty cache (llama-bench's pp and tg), each beside
+  llama.cpp's own figure for the same tokens (its perf counters: the time inside its decode calls alone);
+- the floor: the machine's memory bandwidth (LOCAL_THREADS threads reading 1 GiB) against the model's bytes, which
+  generation reads once per token, and the real decoder's generation tokens/s (grammar, streaming) against
+  llama.cpp's own over the same replies;
+- prompt-lookup drafts on and off over the same stub prompts: tokens/s, the share of drafted tokens kept, and how
+  many replies stay byte-identical (llama.cpp's batched logits are not one token's: benchmarks/batch_invariance.py);
 - p50/p95 seconds of a stub list and of a plan, with their token counts, as the Inspector calls them
   (one after the other, LOCAL_INSTANCES copies so that each prompt kind keeps its examples cached);
 - a main study of the sample (RtP and PtR, one run, into a throw-away SQLite file), with the
@@ -18,6 +24,7 @@ import statistics
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +67,58 @@ def parallel_throughput(settings: Settings, prompts: list[str], instances: int, 
             "output_tokens_per_s": round(sum(r.usage.output_tokens for r in replies) / wall, 1)}
 
 
+def memory_bandwidth(threads: int, gib: float = 1.0, repeats: int = 5) -> float:
+    """GB/s read by `threads` threads summing their share of a `gib` GiB array (numpy releases the GIL): the best of
+    `repeats`, since generation streams the weights at the best rate the cores reach."""
+    data = np.ones(int(gib * 2**30) // 8)
+    shares = np.array_split(data, threads)
+    best = float("inf")
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            list(pool.map(np.sum, shares))
+            best = min(best, time.perf_counter() - start)
+    return round(data.nbytes / best / 1e9, 2)
+
+
+def floor(model_bytes: int, bandwidth_gb_s: float, generation_tok_s: float) -> dict:
+    """The memory-bandwidth ceiling on generation: every weight is read once per token (the KV cache, a few MB at
+    these lengths, is left out), so no decoder passes bandwidth / model bytes tokens a second."""
+    ceiling = bandwidth_gb_s * 1e9 / model_bytes
+    return {"model_bytes": model_bytes, "bandwidth_gb_s": bandwidth_gb_s, "ceiling_tok_s": round(ceiling, 1),
+            "generation_share_of_ceiling": round(generation_tok_s / ceiling, 3)}
+
+
+def decoder_against_llama_cpp(latency_s: float, output_tokens: int, counters: dict[str, float]) -> dict:
+    """The real decoder's generation tokens/s (its calls' time less llama.cpp's prompt time) against llama.cpp's own
+    over the same single-token evaluations: what the grammar check, streaming and Python cost."""
+    generation_s = latency_s - counters["t_p_eval_ms"] / 1000
+    own = counters["n_eval"] / (counters["t_eval_ms"] / 1000) if counters["t_eval_ms"] else float("nan")
+    ours = output_tokens / generation_s if generation_s > 0 else float("nan")
+    return {"output_tokens": output_tokens, "decoder_tok_s": round(ours, 1), "llama_cpp_tok_s": round(own, 1),
+            "ratio": round(ours / own, 3)}
+
+
+def draft_speed(settings: Settings, pairs: list[tuple[str, Any]], draft: int = 2) -> dict:
+    """The same prompts through a plain and a drafting client of one instance each: tokens/s of both, the share of
+    drafted tokens kept, and the replies that stayed byte-identical."""
+    model = resolve_local_model(settings.local_model, settings.cache_dir)
+    clients = {name: LocalLlamaClient(model, n_threads=settings.local_threads, timeout_s=settings.llm_timeout_s,
+                                      draft=n).load() for name, n in (("off", 0), ("on", draft))}
+    seconds, tokens, replies = dict.fromkeys(clients, 0.0), dict.fromkeys(clients, 0), {name: [] for name in clients}
+    for prompt, schema in pairs:
+        for name, client in clients.items():
+            reply = client.generate(prompt, schema=schema)
+            seconds[name] += reply.latency_s
+            tokens[name] += reply.usage.output_tokens
+            replies[name].append(reply.text)
+    instance = clients["on"]._ensure_loaded()[0]
+    return {"draft_tokens": draft, "prompts": len(pairs),
+            **{f"tok_s_{name}": round(tokens[name] / seconds[name], 1) for name in clients},
+            "accepted_share": round(instance.accepted / instance.drafted, 3) if instance.drafted else None,
+            "identical_replies": sum(a == b for a, b in zip(replies["off"], replies["on"]))}
+
+
 def study_overhead(settings: Settings, queries: list, retriever, concurrency: int) -> dict:
     """Wall time of a one-run main study of `queries` against N·L/C from the latencies its rows store."""
     from sqlalchemy import select
@@ -99,6 +158,7 @@ def run_llm_perf(settings: Settings, per_subset: int = 4) -> dict:
     report: dict = {"model": client.provenance(), "cpus": os.cpu_count(), "sample": len(queries),
                     "speed": client.speed()}
     stub_s, stub_tokens, plan_s, plan_tokens = [], [], [], []
+    client.llama_cpp_counters(reset=True)
     for query in queries:
         reply = client.generate(style.discovery(query.query), schema=style.discovery_schema())
         stub_s.append(reply.latency_s)
@@ -112,6 +172,11 @@ def run_llm_perf(settings: Settings, per_subset: int = 4) -> dict:
                               "mean_output_tokens": round(statistics.fmean(stub_tokens), 1)}
     report["planning"] = {"p50_s": _p(plan_s, 50), "p95_s": _p(plan_s, 95),
                           "mean_output_tokens": round(statistics.fmean(plan_tokens), 1)}
+    report["decoder"] = decoder_against_llama_cpp(sum(stub_s) + sum(plan_s), sum(stub_tokens) + sum(plan_tokens),
+                                                  client.llama_cpp_counters())
+    report["floor"] = floor(client.local.path.stat().st_size, memory_bandwidth(settings.local_threads),
+                            report["speed"]["llama_cpp_generation_tok_s"] or report["speed"]["generation_tok_s"])
+    report["drafts"] = draft_speed(settings, [(style.discovery(q.query), style.discovery_schema()) for q in queries])
     cores = os.cpu_count() or 2
     shared = settings.with_(local_threads=max(1, cores // settings.local_instances))
     report["study"] = {"threads_each": shared.local_threads,

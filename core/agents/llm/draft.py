@@ -4,8 +4,9 @@ A planner's reply mostly copies API names and numbers from its own prompt, and a
 words: the tokens that followed the last earlier occurrence of the reply's final n-gram (in the prompt or the reply
 so far) are a good guess at what comes next. The guess costs no model: the decoder verifies it in one batch and
 keeps only the prefix that greedy decoding picks from that batch's logits (core.agents.llm.local_llama). Those
-logits are not bit-equal to one token's, so a drafted reply can part from the plain one at a near-tie; measured in
-benchmarks/draft_identity.py.
+logits are not bit-equal to one token's under any setting this llama.cpp offers but micro-batches of one token
+(benchmarks/batch_invariance.py), so a drafted reply can part from the plain one at a near-tie
+(benchmarks/draft_identity.py): drafting is another decoder, never the stored one.
 """
 from __future__ import annotations
 

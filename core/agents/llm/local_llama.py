@@ -31,7 +31,7 @@ import numpy as np
 
 from core.agents.llm.base import LLMError, LLMResponse, Usage
 from core.agents.llm.budget import budget_s, remaining_s
-from core.agents.llm.draft import MAX_DRAFT, PromptLookup
+from core.agents.llm.draft import PromptLookup
 from core.agents.llm.grammar import gbnf
 from core.agents.llm.stream import TextSink, current_sink
 from core.agents.llm.local_model import LocalModel, LocalModelError, llama_cpp_module, quantisation_of, resolve_local_model
@@ -89,25 +89,25 @@ class _Instance:
     39 tok/s here; with one thread it made no difference.
     """
 
-    def __init__(self, path: Path, n_threads: int, draft: bool = False,
-                 threads_now: Callable[[], int] | None = None) -> None:
+    def __init__(self, path: Path, n_threads: int, draft: int = 0,
+                 threads_now: Callable[[], int] | None = None, flash: bool = False) -> None:
         self.n_threads = n_threads
         # How many threads to use right now (LocalLlamaClient: its cores shared among the instances generating at
         # once); asked before every evaluation, so a call that starts beside another gives up half its cores.
         self.threads_now = threads_now or (lambda: n_threads)
         self._threads_set = n_threads
-        self.draft = draft  # speculative decoding by prompt lookup (_drafted); see LocalLlamaClient
+        self.draft = draft  # tokens drafted at a time by prompt lookup (_drafted), 0 for none; see LocalLlamaClient
         self.drafted = self.accepted = 0  # draft tokens offered and kept so far: the acceptance rate
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
-        self._thread.submit(self._load, path, n_threads).result()
+        self._thread.submit(self._load, path, n_threads, flash).result()
 
-    def _load(self, path: Path, n_threads: int) -> None:
+    def _load(self, path: Path, n_threads: int, flash: bool) -> None:
         llama_cpp = llama_cpp_module()
         self.C = llama_cpp.llama_cpp
         _route_llama_logs(self.C)
         try:
             self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, n_threads=n_threads, n_batch=512,
-                                       verbose=False, seed=0)
+                                       flash_attn=flash, verbose=False, seed=0)
         except (ValueError, RuntimeError) as exc:  # llama.cpp could not read the file
             raise LocalModelError(f"llama.cpp could not load {path.name}: {exc}") from None
         self.vocab = self.llm._model.vocab
@@ -242,10 +242,14 @@ class _Instance:
         return self._thread.submit(self._complete, tokens, grammar_text, max_tokens, deadline, sink).result()
 
     def _speed(self, prompt_tokens: int, generated: int) -> dict[str, float]:
+        """Our loop's tokens/s beside llama.cpp's own (its perf counters: the time inside its decode calls alone),
+        over the same tokens: what our Python loop costs."""
         tokens = self.tokenize("The quick brown fox jumps over the lazy dog. " * (prompt_tokens // 8 + 1),
                                special=False)[:prompt_tokens]
         self._last_prompt = []
         self.llm.reset()
+        ctx = self.llm._ctx.ctx
+        self.C.llama_perf_context_reset(ctx)
         start = time.perf_counter()
         self.llm.eval(tokens)
         prompt_s = time.perf_counter() - start
@@ -254,7 +258,10 @@ class _Instance:
             logits = np.ctypeslib.as_array(self.llm._ctx.get_logits_ith(-1), shape=(self.n_vocab,))
             self.llm.eval([int(np.argmax(logits))])
         generation_s = time.perf_counter() - start
-        return {"prompt_tok_s": round(len(tokens) / prompt_s, 1), "generation_tok_s": round(generated / generation_s, 1)}
+        own = self.C.llama_perf_context(ctx)
+        return {"prompt_tok_s": round(len(tokens) / prompt_s, 1), "generation_tok_s": round(generated / generation_s, 1),
+                "llama_cpp_prompt_tok_s": round(own.n_p_eval / own.t_p_eval_ms * 1000, 1) if own.t_p_eval_ms else None,
+                "llama_cpp_generation_tok_s": round(own.n_eval / own.t_eval_ms * 1000, 1) if own.t_eval_ms else None}
 
     def _complete(self, tokens: list[int], grammar_text: str | None, max_tokens: int,
                   deadline: float, sink: TextSink | None) -> tuple[str, int, int, bool]:
@@ -326,7 +333,7 @@ class _Instance:
                 break
             self._take(grammar, token, out, sink)
             lookup.add(token)
-            draft = lookup.draft(min(MAX_DRAFT, max_tokens - len(out)))
+            draft = lookup.draft(min(self.draft, max_tokens - len(out)))
             start = llm.n_tokens
             self._share_cores()
             self._decode([token, *draft])
@@ -363,7 +370,7 @@ class LocalLlamaClient:
     backend = "local"
 
     def __init__(self, model: LocalModel, *, timeout_s: float = 60.0, n_threads: int = 2, instances: int = 1,
-                 max_tokens: int = MAX_TOKENS, draft: bool = False) -> None:
+                 max_tokens: int = MAX_TOKENS, draft: int = 0, flash: bool = False) -> None:
         self.local = model
         self.model = model.name
         self.identity = model.sha256  # in the call cache's key: another file of the same name is another model
@@ -372,11 +379,13 @@ class LocalLlamaClient:
         self._n_threads = n_threads
         self._instances = instances
         # Drafting evaluates several tokens in one batch, and llama.cpp's batched logits differ from one token's
-        # (by up to 0.9 here), so a drafted reply can differ from the plain one: it is another decoder, with a
-        # call-cache identity and provenance of its own, and no setting turns it on (benchmarks/draft_identity.py).
+        # (by 0.2-1.3 at a stub prompt's length, with or without flash attention or repacked weights:
+        # benchmarks/batch_invariance.py), so a drafted reply can differ from the plain one; flash attention is
+        # other arithmetic again. Either is another decoder, with a call-cache identity and provenance of its own,
+        # and no setting turns it on (benchmarks/draft_identity.py).
         self.draft = draft
-        if draft:
-            self.identity = f"{model.sha256}+lookup-drafts"
+        self.flash = flash
+        self.identity += "+flash-attention" * flash + (f"+lookup-drafts-{draft}" if draft else "")
         self._instances_loaded: list[_Instance] = []
         self._free: list[_Instance] = []
         self._available = threading.Condition()
@@ -395,7 +404,7 @@ class LocalLlamaClient:
     def _ensure_loaded(self) -> list[_Instance]:
         with self._load_lock:
             if not self._instances_loaded:
-                loaded = [_Instance(self.local.path, self._n_threads, self.draft, self._threads_now)
+                loaded = [_Instance(self.local.path, self._n_threads, self.draft, self._threads_now, self.flash)
                           for _ in range(self._instances)]
                 declared = self.local.prompt_style
                 if declared == "chat" and not loaded[0].chat_template:
@@ -446,7 +455,9 @@ class LocalLlamaClient:
                 "cpu_kernels": first.C.llama_print_system_info().decode("utf-8", "replace").strip(" |"),
                 "threads": self._n_threads, "instances": self._instances, "prompt_style": self.prompt_style,
                 "sampling": "greedy (temperature 0), constrained by a GBNF grammar"
-                            + (", prompt-lookup drafts verified in batches" if self.draft else ""),
+                            + (f", prompt-lookup drafts of up to {self.draft} tokens verified in batches"
+                               if self.draft else ""),
+                "attention": "flash" if self.flash else "standard",
                 "max_tokens": self.max_tokens}
 
     def speed(self, prompt_tokens: int = 256, generated: int = 32) -> dict[str, float]:
@@ -461,6 +472,24 @@ class LocalLlamaClient:
             return instance.speed(prompt_tokens, generated)
         finally:
             self._release(instance)
+
+    def llama_cpp_counters(self, reset: bool = False) -> dict[str, float]:
+        """llama.cpp's own perf counters summed over the instances (call between calls): tokens evaluated in batches
+        (prompts) and one at a time (generation), and the milliseconds inside its decode calls for each."""
+        totals = dict.fromkeys(("n_p_eval", "t_p_eval_ms", "n_eval", "t_eval_ms"), 0.0)
+        for instance in self._ensure_loaded():
+            ctx = instance.llm._ctx.ctx
+            instance.C.llama_synchronize(ctx)  # llama.cpp counts an evaluation when it is waited for
+            if reset:
+                instance.C.llama_perf_context_reset(ctx)
+                continue
+            own = instance.C.llama_perf_context(ctx)
+            # llama.cpp reports a count of at least 1 (against a division by zero): no time means none counted.
+            totals["n_p_eval"] += own.n_p_eval if own.t_p_eval_ms else 0
+            totals["n_eval"] += own.n_eval if own.t_eval_ms else 0
+            totals["t_p_eval_ms"] += own.t_p_eval_ms
+            totals["t_eval_ms"] += own.t_eval_ms
+        return totals
 
     @property
     def prompt_style(self) -> str:
