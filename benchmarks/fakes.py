@@ -14,10 +14,11 @@ import numpy as np
 from core.data.registry import Registry
 from core.data.toolbench import Api
 from core.retrieval.discovery import Retriever
+from core.retrieval.embedding import TwoSided
 from core.retrieval.index import VectorIndex
 
 
-class BagOfWordsEncoder:
+class BagOfWordsEncoder(TwoSided):
     """Texts sharing words get similar unit vectors: deterministic and instant, no model to load."""
 
     model_id = "fake-bow-64"

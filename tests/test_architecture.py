@@ -54,6 +54,8 @@ CORE_LAYERS: dict[str, int] = {
     "core.progress": 0,
     "core.threads": 0,
     "core.files": 0,
+    "core.embedding_models": 0,
+    "core.wheels": 0,
     "core.data": 1,
     "core.retrieval": 2,
     "core.agents": 3,

@@ -17,11 +17,11 @@ from core.settings import PROJECT_ROOT
 WORKER = r"""
 import json, sys, time
 import numpy as np
-from core.retrieval.embedding import corpus_embeddings
+from core.retrieval.embedding import TwoSided, corpus_embeddings
 from core.data.registry import Registry
 from core.data.toolbench import Api
 
-class SlowEncoder:
+class SlowEncoder(TwoSided):
     model_id, dim, runtime = "slow-fake", 8, "fake"
     def __init__(self): self.encoded = 0
     def encode(self, texts, *, batch_size=64, progress=None):
@@ -69,7 +69,7 @@ def test_a_second_process_waits_and_builds_nothing(tmp_path: Path) -> None:
     a, b = result(first), result(second)
     assert (a["source"], a["encoded"]) == ("built", 40)
     assert (b["source"], b["encoded"], b["rows"]) == ("cache", 0, 40)
-    assert any("already running" in m and str(first.pid) in m for m in b["messages"])
+    assert any("already running" in m and str(first.pid) in m for m in b["messages"]), (first.pid, b)
     assert not list(tmp_path.glob("*.build.json"))  # a finished build leaves no progress file
 
 

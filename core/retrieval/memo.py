@@ -27,7 +27,8 @@ class MemoEncoder:
         self._pending_lock = threading.Lock()
         self._encode_lock = threading.Lock()
 
-    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Any = None) -> np.ndarray:
+    def encode_queries(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """The query side, memoised: what every search asks for (the document side is the inner encoder's)."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -38,9 +39,15 @@ class MemoEncoder:
                 batch = [t for t in self._pending if t not in self._memo]
                 self._pending.clear()
             if batch:
-                for text, vec in zip(batch, self.inner.encode(batch, batch_size=batch_size)):
+                for text, vec in zip(batch, self.inner.encode_queries(batch, batch_size=batch_size)):
                     self._memo[text] = vec
         return np.stack([self._memo[t] for t in texts])
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Any = None) -> np.ndarray:
+        return self.inner.encode(texts, batch_size=batch_size, progress=progress)
+
+    def encode_corpus(self, texts: Sequence[str], *, batch_size: int = 64, progress: Any = None) -> np.ndarray:
+        return self.inner.encode_corpus(texts, batch_size=batch_size, progress=progress)
 
 
 def memoised(retriever: Retriever) -> Retriever:

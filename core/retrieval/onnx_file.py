@@ -1,0 +1,55 @@
+"""An encoder over a shipped ONNX graph (paraphrase-MiniLM-L3-v2's): no weights to build a graph from, so the graph
+is run as it is, with the declared tokenizer, maximum length and pooled output (core.embedding_models).
+
+The graph's pooled output is the masked mean of its token outputs, not normalised: normalised here, as
+sentence-transformers' Normalize module does.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from core.embedding_models import EmbeddingModelSpec, ModelUnavailable
+from core.retrieval.bert_numpy import sorted_batches, tokenize
+from core.retrieval.embedding import ProgressFn, TwoSided
+
+
+class OnnxFileEncoder(TwoSided):
+    """The Encoder protocol over `folder`'s graph file and tokenizer.json, on ONNX Runtime."""
+
+    runtime = "onnx"
+
+    def __init__(self, folder: Path, spec: EmbeddingModelSpec) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.model_id, self.dim = spec.model_id, spec.dim
+        self.query_prefix, self.document_prefix = spec.query_prefix, spec.document_prefix
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(spec.max_seq_length)
+        self.tokenizer.no_padding()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        try:
+            self.session = ort.InferenceSession(str(folder / spec.weights), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types for a graph it cannot read
+            raise ModelUnavailable(f"{spec.weights} of {spec.name} cannot be loaded by ONNX Runtime "
+                                   f"({type(exc).__name__}); run `make embed MODEL={spec.name}`") from None
+        self.output = spec.onnx_output
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        done = 0
+        for idx in sorted_batches(texts, batch_size):
+            ids, mask = tokenize(self.tokenizer, [texts[i] for i in idx])
+            pooled = self.session.run([self.output], {"input_ids": ids, "attention_mask": mask.astype(np.int64)})[0]
+            out[idx] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            done += len(idx)
+            if progress is not None:
+                progress(done, len(texts))
+        return out

@@ -1,0 +1,61 @@
+"""The retriever axis: RtP, PtR and hybrid searched by another retriever, with the stubs every stored discovery system
+wrote for the main study. Stubs do not depend on the retriever (the paper's scaling study reuses them too), so this
+makes no LLM call.
+
+Each run records the retriever that searched in `embedding_model` (its hub id) and, in its config, the weights'
+sha256 and the retriever the stubs' main study searched with; `source_run_id` is that main run.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from core.embedding_models import declared_embedding_model
+from core.retrieval.archs import declared
+from core.retrieval.discovery import Retriever
+from core.retrieval.memo import memoised
+from core.study.catalog import MAIN_K, BenchContext
+from core.study.rows import by_subset
+from core.study.runner import open_run
+from core.study.scaling import source_run, store_retrieval_runs
+from core.study.setup import Setup
+from core.study.sources import main_sources, stored_stubs
+
+AXIS_SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")  # the issue's and the paper's headline three
+
+
+def stored_systems(context: BenchContext) -> list[tuple[str, str]]:
+    """(backend, model) of every discovery system with a complete main study on the context's registry and
+    retriever: the heuristic and each local model, whichever are stored."""
+    source = context.retriever
+    pairs = {(run.spec.llm_backend, run.spec.llm_model) for run in context.store.runs("main", "complete")
+             if run.spec.registry_hash == source.registry.content_hash[:16]
+             and run.spec.embedding_model == source.encoder.model_id}
+    return sorted(pairs)
+
+
+def run_axis(context: BenchContext, other: Retriever, *, k: int = MAIN_K) -> list[int]:
+    """Every declared architecture searched by `other`, per subset and stored system, from that system's main run 0
+    stubs (found with the context's retriever); the run ids written."""
+    view = memoised(other)
+    spec_of = declared_embedding_model(other.encoder.model_id)
+    touched: list[int] = []
+    for subset, queries in by_subset([q for q in context.queries if q.subset in AXIS_SUBSETS]).items():
+        for backend, model in stored_systems(context):
+            try:
+                src = main_sources(context.store, context.retriever, subset, backend, model)
+            except ValueError:  # this system has no complete main study of the subset
+                continue
+            stubs = stored_stubs(context.store, src.ptr[0].id, queries)
+            with_stubs = [q for q in queries if q.uid in stubs]
+            setup = replace(Setup.of_run(src.rtp, context.commit), embedding_model=other.encoder.model_id)
+            config: dict[str, Any] = {**context.config, "stubs_from": context.retriever.encoder.model_id,
+                                      "retriever_runtime": other.encoder.runtime,
+                                      "retriever_sha256": spec_of.sha256 if spec_of else None}
+            specs = {a.name: setup.spec("retriever", a.name, subset, k, 0, source_run_id=source_run(src, a))
+                     for a in declared()}
+            opened = {name: open_run(context.store, spec, with_stubs, context.resume, setup.git_commit, config)
+                      for name, spec in specs.items()}
+            if any(opened.values()):
+                touched += store_retrieval_runs(context.store, view, opened, with_stubs, stubs, k)
+    return touched

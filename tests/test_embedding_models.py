@@ -1,0 +1,76 @@
+"""Embedding models declared once (core.embedding_models): names, ids, where an encoder loads them from, and the
+one line a missing or damaged model gets, with RtP on the default model unaffected."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.embedding_models import EMBEDDING_MODELS, MINILM_L3, MPNET_BASE, declared_embedding_model, embedding_model_spec
+from core.retrieval.embed_install import EmbedInstallError, installed_folder, models_dir
+from core.retrieval.embedding import ModelUnavailable, canonical_model_id, resolve_model_path
+from core.settings import PROJECT_ROOT
+from tests.helpers import MODEL_CACHE
+
+
+def test_every_declared_model_is_recorded_under_its_hub_id_and_found_by_either_name() -> None:
+    for spec in EMBEDDING_MODELS.values():
+        assert canonical_model_id(spec.name) == canonical_model_id(spec.model_id) == spec.model_id
+        assert declared_embedding_model(spec.model_id) is spec
+    assert canonical_model_id("thenlper/gte-base") == "thenlper/gte-base"  # not declared: left as it is
+    with pytest.raises(ValueError, match="declared: all-MiniLM-L6-v2, all-mpnet-base-v2, paraphrase-MiniLM-L3-v2"):
+        embedding_model_spec("gte-base")
+    assert "NOT gte-base" in MPNET_BASE.notes and "stands in for gte-base" in MPNET_BASE.label
+
+
+def test_a_model_not_installed_is_one_line_naming_make_embed_and_never_a_download(tmp_path: Path) -> None:
+    with pytest.raises(EmbedInstallError, match=r"not installed; run `make embed MODEL=all-mpnet-base-v2`"):
+        resolve_model_path(MPNET_BASE.name, tmp_path)
+    assert not (tmp_path / "embedding_models").exists()  # nothing was fetched or made
+
+
+def test_a_damaged_installed_model_is_refused_by_its_hash(tmp_path: Path) -> None:
+    source = MODEL_CACHE / "embedding_models" / MINILM_L3.name
+    if not (source / MINILM_L3.weights).is_file():
+        pytest.skip("paraphrase-MiniLM-L3-v2 is not installed here: run `make embed MODEL=paraphrase-MiniLM-L3-v2`")
+    target = models_dir(tmp_path) / MINILM_L3.name
+    shutil.copytree(source, target)
+    assert installed_folder(MINILM_L3, tmp_path) == target
+    with (target / MINILM_L3.weights).open("r+b") as fh:
+        fh.seek(4096)
+        byte = fh.read(1)
+        fh.seek(4096)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(EmbedInstallError, match=r"has sha256 .*, not the declared .*make embed MODEL=paraphrase"):
+        installed_folder(MINILM_L3, tmp_path)
+
+
+def test_the_l3_graph_gives_unit_vectors_that_rank_a_paraphrase_first() -> None:
+    if not (MODEL_CACHE / "embedding_models" / MINILM_L3.name / MINILM_L3.weights).is_file():
+        pytest.skip("paraphrase-MiniLM-L3-v2 is not installed here")
+    from core.retrieval.onnx_file import OnnxFileEncoder
+
+    encoder = OnnxFileEncoder(MODEL_CACHE / "embedding_models" / MINILM_L3.name, MINILM_L3)
+    vectors = encoder.encode_queries(["find hotels in Paris", "a place to stay in Paris", "the weather in Oslo"])
+    assert vectors.shape == (3, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    similar = vectors @ vectors.T
+    assert similar[0, 1] > similar[0, 2] + 0.3
+    one = encoder.encode(["find hotels in Paris"])  # alone or in a batch: the same vector (padding is masked)
+    assert np.allclose(one[0], vectors[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["embed", "--model", "gte-base"], "unknown embedding model 'gte-base'; declared: all-MiniLM-L6-v2"),
+    (["embed", "--model", "paraphrase-MiniLM-L3-v2", "--registries", "full,nope"], "nope is not a shipped registry"),
+])
+def test_embed_refuses_an_unknown_model_or_registry_in_one_line(argv: list[str], words: str, tmp_path: Path) -> None:
+    env = {**os.environ, "CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "core", *argv], cwd=PROJECT_ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

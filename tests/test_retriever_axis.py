@@ -1,0 +1,56 @@
+"""The retriever axis (core.study.retriever_axis): every architecture searched by another retriever with the stubs a
+stored main study wrote, no LLM call, each run naming the retriever that searched and the main run it builds on."""
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import select
+
+from core.retrieval.discovery import Retriever
+from core.retrieval.index import VectorIndex
+from core.retrieval.memo import memoised
+from core.study.main_study import run_main
+from core.study.retriever_axis import run_axis, stored_systems
+from core.store.schema import Run
+from core.store.store import Store
+from tests.helpers import FakeEncoder, bench_context, fake_agents, make_queries, make_retriever
+
+
+class OtherEncoder(FakeEncoder):
+    """Another retriever: the same words hashed into other buckets, so that its rankings differ."""
+
+    model_id = "other-bow-64"
+
+    def encode(self, texts, *, batch_size: int = 64, progress=None) -> np.ndarray:
+        return super().encode([f"{t} {t[::-1]}" for t in texts], batch_size=batch_size, progress=progress)
+
+
+def other_retriever(source: Retriever) -> Retriever:
+    encoder = OtherEncoder()
+    return Retriever(source.registry, encoder, VectorIndex(encoder.encode(source.registry.documents)))
+
+
+def test_every_architecture_is_searched_by_the_other_retriever_from_the_stored_stubs(db_url: str) -> None:
+    store = Store(db_url)
+    retriever = memoised(make_retriever())
+    queries = make_queries()
+    factory = fake_agents()
+    context = bench_context(store, retriever, queries)
+    run_main(context, runs=1, k=5, concurrency=2, agents_for=factory)
+    calls = (factory.made[0].stub_writer.calls, factory.made[0].planner.calls)
+    assert stored_systems(context) == [("fake", "fake-llm-1")]
+    other = other_retriever(retriever)
+    ids = run_axis(context, other, k=5)
+    runs = [r for r in store.runs(kind="retriever") if r.id in ids]
+    assert sorted((r.spec.subset, r.spec.arch) for r in runs) == sorted(
+        (s, a) for s in ("G1_instruction", "G2_instruction") for a in ("rtp", "ptr", "hybrid"))
+    assert (factory.made[0].stub_writer.calls, factory.made[0].planner.calls) == calls  # no LLM call
+    main = {(r.spec.subset, r.spec.arch): r for r in store.runs(kind="main")}
+    with store.session() as session:
+        configs = dict(session.execute(select(Run.id, Run.config).where(Run.id.in_(ids))).all())
+    for run in runs:
+        assert run.status == "complete" and run.spec.embedding_model == "other-bow-64"
+        assert configs[run.id]["stubs_from"] == "fake-bow-64" and configs[run.id]["retriever_runtime"] == "fake"
+        source = main[(run.spec.subset, "rtp" if run.spec.arch == "rtp" else "ptr")]
+        assert run.spec.source_run_id == source.id and run.spec.llm_model == "fake-llm-1"
+        assert store.count_results(run.id) == 6
+    assert run_axis(bench_context(store, retriever, queries, resume=True), other, k=5) == []  # nothing to redo
