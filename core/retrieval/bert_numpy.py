@@ -9,7 +9,7 @@ tests check that both give the same vectors.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -114,6 +114,21 @@ def sorted_batches(texts: Sequence[str], batch_size: int) -> list[np.ndarray]:
     """Indices of texts in batches of similar length: less padding per batch."""
     order = np.argsort([len(t) for t in texts], kind="stable")
     return [order[start:start + batch_size] for start in range(0, len(texts), batch_size)]
+
+
+def encode_sorted(texts: Sequence[str], dim: int, batch_size: int, progress: ProgressFn | None,
+                  pooled: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """Unit vectors of texts, in length-sorted batches through `pooled` (a batch's pooled outputs)."""
+    texts = list(texts)
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    done = 0
+    for idx in sorted_batches(texts, batch_size):
+        vectors = pooled([texts[i] for i in idx])
+        out[idx] = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        done += len(idx)
+        if progress is not None:
+            progress(done, len(texts))
+    return out
 
 
 class NumpyBertEncoder(TwoSided):

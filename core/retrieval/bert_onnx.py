@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.retrieval.bert_numpy import NumpyBertEncoder, check_supported, load_tokenizer, sorted_batches, tokenize
+from core.retrieval.bert_numpy import NumpyBertEncoder, check_supported, encode_sorted, load_tokenizer, tokenize
 from core.files import CannotWrite, untold
 from core.retrieval.checked_file import checked_bytes, write_checked
 from core.retrieval.embedding import ProgressFn, TwoSided
@@ -147,14 +147,8 @@ class OnnxBertEncoder(TwoSided):
                                             providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
-        texts = list(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        done = 0
-        for idx in sorted_batches(texts, batch_size):
-            ids, mask = tokenize(self.tokenizer, [texts[i] for i in idx])
-            pooled = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-            out[idx] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-            done += len(idx)
-            if progress is not None:
-                progress(done, len(texts))
-        return out
+        return encode_sorted(texts, self.dim, batch_size, progress, self._pooled)
+
+    def _pooled(self, batch: list[str]) -> np.ndarray:
+        ids, mask = tokenize(self.tokenizer, batch)
+        return self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]

