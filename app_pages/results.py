@@ -361,11 +361,24 @@ def model_size_tab() -> None:
     model_size(settings, gold)
 
 
+def retrievers_tab() -> None:
+    """The retriever axis: PtR - RtP per discovery system under each embedding model, the same stubs under each."""
+    table = safe_read(settings, ResultsReader.retriever_axis, gold=gold)
+    if not isinstance(table, pd.DataFrame):
+        return
+    st.markdown("**Is PtR's multi-tool gain a crutch for a weak retriever?** Each system's stored stubs searched by "
+                "every installed embedding model: only the retriever changes. all-mpnet-base-v2 stands in for the "
+                "paper's gte-base (same size and dimension); it is not gte-base.")
+    st.plotly_chart(figures.retriever_axis(table), width="stretch")
+    st.dataframe(table, hide_index=True, width="stretch")
+    download_buttons(table, f"retrievers_{gold}", source)
+
+
 TABS = {"Main table": main_tab, "k sweep": ksweep_tab, "Scaling": scaling_tab, "Per query": per_query_tab,
         "Beyond the paper": beyond_tab, "Leaderboard": leaderboard_tab, "Model size": model_size_tab, "Token cost": cost_tab, "Planner": planner_tab,
-        "Runs": runs_tab}
+        "Retrievers": retrievers_tab, "Runs": runs_tab}
 STUDY_TABS = {"main": "Main table", "ksweep": "k sweep", "scaling": "Scaling", "hybrid": "Beyond the paper",
-              "distractors": "Scaling"}
+              "distractors": "Scaling", "retrievers": "Retrievers"}
 TABS.update({s.name: study_tab(s) for s in catalog.STUDIES if s.name not in STUDY_TABS})
 # Only the open tab runs and is sent to the browser (8 tabs of charts made warm loads slow); ?tab= in the
 # URL names it, so a tab can be shared.

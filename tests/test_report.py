@@ -23,7 +23,7 @@ from core.study.query_result import QueryOutcome
 from core.evaluation.run_means import RUN_MEANS
 from tests.helpers import bench_context, run_means, run_means_both_ways, run_study
 
-SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid", "router",
+SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid", "retrievers", "router",
             "cost", "backends", "model_size", "distractors"}
 
 

@@ -40,7 +40,7 @@ def test_every_architecture_is_searched_by_the_other_retriever_from_the_stored_s
     assert stored_systems(context) == [("fake", "fake-llm-1")]
     other = other_retriever(retriever)
     ids = run_axis(context, other, k=5)
-    runs = [r for r in store.runs(kind="retriever") if r.id in ids]
+    runs = [r for r in store.runs(kind="retrievers") if r.id in ids]
     assert sorted((r.spec.subset, r.spec.arch) for r in runs) == sorted(
         (s, a) for s in ("G1_instruction", "G2_instruction") for a in ("rtp", "ptr", "hybrid"))
     assert (factory.made[0].stub_writer.calls, factory.made[0].planner.calls) == calls  # no LLM call
@@ -54,3 +54,25 @@ def test_every_architecture_is_searched_by_the_other_retriever_from_the_stored_s
         assert run.spec.source_run_id == source.id and run.spec.llm_model == "fake-llm-1"
         assert store.count_results(run.id) == 6
     assert run_axis(bench_context(store, retriever, queries, resume=True), other, k=5) == []  # nothing to redo
+
+
+def test_the_table_sets_each_retriever_beside_the_main_study_with_paired_differences(db_url: str) -> None:
+    from core.analysis.reader import ResultsReader
+
+    store = Store(db_url)
+    retriever = memoised(make_retriever())
+    queries = make_queries()
+    context = bench_context(store, retriever, queries)
+    run_main(context, runs=1, k=5, concurrency=2, agents_for=fake_agents())
+    ids = run_axis(context, other_retriever(retriever), k=5)
+    table = ResultsReader(db_url).retriever_axis()
+    assert sorted(set(table["retriever"])) == ["fake-bow-64", "other-bow-64"]
+    assert list(table["source"].unique()) == ["main study", "retriever axis"] or set(table["source"]) == {
+        "main study", "retriever axis"}
+    assert (table["n"] == 6).all() and len(table) == 2 * 2  # two subsets x (main study + the other retriever)
+    row = table[(table["retriever"] == "other-bow-64") & (table["subset"] == "G2_instruction")].iloc[0]
+    runs = {r.spec.arch: r.id for r in store.runs(kind="retrievers") if r.id in ids and r.spec.subset == "G2_instruction"}
+    recall = {arch: {r["query_uid"]: r["recall_api_list"] for r in store.results(run_id, ("query_uid", "recall_api_list"))}
+              for arch, run_id in runs.items()}
+    expected = np.mean([recall["ptr"][uid] - recall["rtp"][uid] for uid in recall["rtp"]])
+    assert abs(row["ptr_minus_rtp"] - expected) < 1e-9 and row["ptr_low"] <= row["ptr_minus_rtp"] <= row["ptr_high"]

@@ -577,3 +577,36 @@ def coupling_gains(report: dict, k: int = 5) -> go.Figure:
     fig.update_xaxes(title_text="coupling: best cosine between the query and its gold APIs' documents")
     fig.update_yaxes(title_text=f"PtR − RtP recall@{k}", zeroline=False)
     return _layout(fig, title)
+
+
+RETRIEVER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")
+
+
+def retriever_axis(table: pd.DataFrame) -> go.Figure:
+    """PtR - RtP per subset (bars, 95% intervals), one bar per retriever, one panel per discovery system: whether
+    PtR's multi-tool gain holds under each retriever. Subsets are categories, so bars, not lines."""
+    title = "PtR − RtP recall@5 per retriever (the same stubs under each)"
+    if table.empty:
+        return empty(title, "No retriever-axis runs yet: `make embed`, then `python -m core bench retrievers`.")
+    models = list(dict.fromkeys(table["model"]))
+    retrievers = list(dict.fromkeys(table.sort_values("source")["retriever"]))
+    rows, cols = _grid(len(models), 2)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[plot_text(m, 60) for m in models], shared_yaxes=True)
+    for i, model in enumerate(models):
+        r, c = divmod(i, cols)
+        for j, retriever in enumerate(retrievers):
+            part = table[(table["model"] == model) & (table["retriever"] == retriever)]
+            if part.empty:
+                continue
+            part = part.set_index("subset").reindex(subset_order(part["subset"])).reset_index()
+            name = plot_text(retriever.split("/")[-1], 60)
+            fig.add_trace(go.Bar(
+                x=part["subset"], y=part["ptr_minus_rtp"], name=name, legendgroup=retriever, showlegend=i == 0,
+                marker={"color": RETRIEVER_COLORS[j % len(RETRIEVER_COLORS)]},
+                error_y={"type": "data", "symmetric": False, "visible": True,
+                         "array": (part["ptr_high"] - part["ptr_minus_rtp"]).fillna(0.0),
+                         "arrayminus": (part["ptr_minus_rtp"] - part["ptr_low"]).fillna(0.0)},
+                hovertemplate=name + " %{x}<br>PtR − RtP %{y:+.3f}<extra></extra>"), row=r + 1, col=c + 1)
+    fig.add_hline(y=0, line={"color": "#999", "width": 1})
+    fig.update_layout(barmode="group")
+    return _layout(fig, title, 200 + 300 * rows, legend_below=True)

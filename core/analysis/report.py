@@ -18,6 +18,7 @@ from core.analysis import model_size, paper as paper_figures
 from core.analysis.tables import DISTRACTOR_NOTE, HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL, ptr_gain
 from core.analysis.provenance import plans_text
 from core.analysis.reader import ResultsReader
+from core.analysis.retriever_axis import NOTE as RETRIEVER_NOTE
 from core.analysis.router import ROUTER_NOTE
 from core.analysis.router_fit import RouterFit
 from core.retrieval.archs import declared
@@ -168,6 +169,10 @@ SECTIONS: dict[str, Section] = {
         "fit": _clean({**_fit_fields(reader.router_fit(gold, backend=backend)),
                        **reader.router_signal(gold, backend=backend)}),
         "paper": None, "note": ROUTER_NOTE},
+    "retrievers": lambda reader, gold, backend, paper, queries: {
+        "title": "Retriever axis: PtR - RtP recall@5 per discovery system and retriever, the same stubs under each "
+                 "(beyond the paper)", "ours": records(reader.retriever_axis(gold)), "paper": None,
+        "note": RETRIEVER_NOTE},
     "backends": lambda reader, gold, backend, paper, queries: backends_section(reader, gold, paper),
     "model_size": lambda reader, gold, backend, paper, queries: model_size_section(reader, gold, paper, queries),
     "cost": lambda reader, gold, backend, paper, queries: {

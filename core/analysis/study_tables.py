@@ -33,6 +33,15 @@ class StudyTables(QueryTables):
         return analysis.sweep_table(self._per_run(self._selected(kind, backend)), gold, ("subset", "arch", "k"))
 
     @read_cached
+    def retriever_axis(self, gold: str = "api_list") -> pd.DataFrame:
+        """PtR - RtP per system, retriever and subset, every stored retriever beside the main study's
+        (core.analysis.retriever_axis)."""
+        from core.analysis.retriever_axis import axis_runs, axis_table
+
+        runs = axis_runs(self._runs_frame())
+        return axis_table(runs, self._rows(runs, ("subset", "query_id", *GOLD_SCORES)), gold)
+
+    @read_cached
     def ksweep(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
         return analysis.ksweep_table(self._per_run(self._selected("ksweep", backend)), gold)
 

@@ -24,7 +24,8 @@ from core.study.catalog import Param, Study, chosen_subsets, parse_subsets, with
 
 
 def _studies_of(name: str) -> tuple[Study, ...]:
-    return catalog.STUDIES if name == "all" else tuple(s for s in catalog.STUDIES if s.name == name)
+    return tuple(s for s in catalog.STUDIES if s.in_all) if name == "all" else tuple(
+        s for s in catalog.STUDIES if s.name == name)
 
 
 K_PARSERS = {"k": k_value, "ks": k_values}  # k flags take BOUNDS["k"] (check_k), whatever the study declares
@@ -127,9 +128,9 @@ def register(subparsers: argparse._SubParsersAction, handlers: dict) -> None:
         description="Run a study into the results store: "
                     + "; ".join(f"{s.name}: {s.help}" + ("" if s.calls_llm else " (no LLM calls: the main study's "
                                                                                 "stored stubs)") for s in catalog.STUDIES)
-                    + f"; all: {', '.join(s.name for s in catalog.STUDIES)}. Interrupted runs continue with --resume.")
+                    + f"; all: {', '.join(s.name for s in _studies_of('all'))}. Interrupted runs continue with --resume.")
     studies = p.add_subparsers(dest="study", required=True, metavar="STUDY")
-    for name, help_text in [*((s.name, s.help) for s in catalog.STUDIES), ("all", ", then ".join(s.name for s in catalog.STUDIES))]:
+    for name, help_text in [*((s.name, s.help) for s in catalog.STUDIES), ("all", ", then ".join(s.name for s in _studies_of("all")))]:
         _add_bench_flags(studies.add_parser(name, help=help_text, description=help_text), _studies_of(name))
     handlers["bench"] = cmd_bench
 

@@ -89,6 +89,16 @@ def chosen_subsets(given: list[str] | None, known: list[str], toolbench: bool) -
     return given
 
 
+def parse_retrievers(text: str) -> list[str]:
+    """`--retrievers`: comma-separated declared embedding models (core.embedding_models)."""
+    from core.embedding_models import embedding_model_spec
+
+    try:
+        return [embedding_model_spec(name.strip()).name for name in text.split(",") if name.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def parse_sizes(text: str) -> list[int | None]:
     out: list[int | None] = []
     for part in (p.strip().lower() for p in text.split(",") if p.strip()):
@@ -159,6 +169,7 @@ class Study:
     sections: tuple[str, ...]  # the report sections (and reader tables) its runs feed
     calls_llm: bool  # False: it reuses the main study's stored stubs and makes no LLM call
     beyond_paper: bool = False
+    in_all: bool = True  # False: `bench all` leaves it out (the retriever axis needs `make embed` first)
 
     def run(self, context: BenchContext, **params: Any) -> list[int]:
         return declared_function(self.runner)(context, **params)
@@ -187,6 +198,13 @@ STUDIES: tuple[Study, ...] = (
           "core.study.hybrid:run_hybrid", ("hybrid",), calls_llm=False, beyond_paper=True),
     Study("scaling", "registry sizes 1k..full x seeds",
           (K, SIZES, SEEDS), "core.study.scaling:run_scaling", ("scaling",), calls_llm=False),
+    Study("retrievers", "RtP, PtR and hybrid searched by each declared embedding model with every stored system's stubs "
+                        "(beyond the paper)",
+          (K, Param("retrievers", parse_retrievers, None,
+                    "comma-separated embedding models (default: every declared one but EMBEDDING_MODEL's; "
+                    "`make embed` installs them)")),
+          "core.study.retriever_axis:run_retrievers", ("retrievers",), calls_llm=False, beyond_paper=True,
+          in_all=False),
     Study("distractors", "sizes above the real registry: its APIs plus SYNTHETIC distractor vectors, exact search "
                          "(beyond the paper)",
           (K, SIZES, SEEDS), "core.study.distractors:run_distractors", ("distractors",), calls_llm=False,

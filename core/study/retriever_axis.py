@@ -52,10 +52,25 @@ def run_axis(context: BenchContext, other: Retriever, *, k: int = MAIN_K) -> lis
             config: dict[str, Any] = {**context.config, "stubs_from": context.retriever.encoder.model_id,
                                       "retriever_runtime": other.encoder.runtime,
                                       "retriever_sha256": spec_of.sha256 if spec_of else None}
-            specs = {a.name: setup.spec("retriever", a.name, subset, k, 0, source_run_id=source_run(src, a))
+            specs = {a.name: setup.spec("retrievers", a.name, subset, k, 0, source_run_id=source_run(src, a))
                      for a in declared()}
             opened = {name: open_run(context.store, spec, with_stubs, context.resume, setup.git_commit, config)
                       for name, spec in specs.items()}
             if any(opened.values()):
                 touched += store_retrieval_runs(context.store, view, opened, with_stubs, stubs, k)
+    return touched
+
+
+def run_retrievers(context: BenchContext, *, k: int = MAIN_K, retrievers: list[str] | None = None) -> list[int]:
+    """run_axis for each retriever named (default: every declared embedding model but the context's), each built
+    from its installed model and index (`make embed` first; a missing index is embedded with a progress bar)."""
+    from core.embedding_models import EMBEDDING_MODELS
+    from core.retrieval.assemble import build_retriever
+
+    own = context.retriever.encoder.model_id
+    names = retrievers if retrievers is not None else [n for n, s in EMBEDDING_MODELS.items() if s.model_id != own]
+    touched: list[int] = []
+    for name in names:
+        other, _ = build_retriever(context.settings.with_(embedding_model=name), registry=context.retriever.registry)
+        touched += run_axis(context, other, k=k)
     return touched

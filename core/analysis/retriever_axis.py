@@ -1,0 +1,64 @@
+"""The retriever axis's answer: does PtR's multi-tool gain hold under every retriever, or is it a crutch for a weak one?
+
+Per discovery system, retriever and instruction subset: RtP, PtR and hybrid recall@k and PtR - RtP with its
+percentile-bootstrap 95% interval over the paired per-query differences. A retriever-axis run's stubs come from the
+main run it names (source_run_id), so the main study's own row (the retriever it searched with) is the baseline row
+beside it, computed from that main run and its hybrid run. Pure functions over the reader's frames.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from core.analysis.model_size import describe, paired_difference
+
+COLUMNS = ["model", "retriever", "source", "subset", "n", "rtp_recall", "ptr_recall", "hybrid_recall",
+           "ptr_minus_rtp", "ptr_low", "ptr_high"]
+NOTE = ("recall@5; intervals: percentile bootstrap (95%) of the mean paired per-query difference. Every row of a "
+        "system searches the same stubs (its main study's run 0): only the retriever changes. all-mpnet-base-v2 "
+        "stands in for the paper's gte-base (same size and dimension); it is not gte-base.")
+
+
+def axis_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The latest complete retriever-axis run per system, retriever, subset and architecture, and the main and hybrid
+    runs they build on (kind main for RtP and PtR, kind hybrid for the hybrid), in id order."""
+    complete = runs[runs["status"] == "complete"]
+    axis = complete[complete["kind"] == "retrievers"].sort_values("id")
+    axis = axis.groupby(["backend_label", "embedding_model", "registry_hash", "subset", "arch"]).tail(1)
+    sources = set(axis["source_run_id"].dropna().astype(int))
+    mains = complete[complete["id"].isin(sources)]
+    hybrids = complete[(complete["kind"] == "hybrid") & (complete["arch"] == "hybrid")
+                       & complete["source_run_id"].isin(sources)].sort_values("id").groupby("source_run_id").tail(1)
+    return pd.concat([axis, mains, hybrids]).drop_duplicates("id").sort_values("id")
+
+
+def axis_table(runs: pd.DataFrame, rows: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
+    """COLUMNS: one row per system, retriever and subset (the main study's retriever first); `rows` are the per-query
+    rows of axis_runs(runs) with subset, query_id and the recall columns."""
+    column = f"recall_{gold}"
+    by_id = runs.set_index("id")
+    recall = rows.assign(system=rows["run_id"].map(by_id["backend_label"]),
+                         retriever=rows["run_id"].map(by_id["embedding_model"]))
+    out = []
+    axis = runs[runs["kind"] == "retrievers"]
+    for (system, retriever, subset), part in axis.groupby(["backend_label", "embedding_model", "subset"]):
+        setup = part.iloc[0]
+        ids = {arch: int(part[part["arch"] == arch]["id"].iloc[-1]) for arch in part["arch"].unique()}
+        sources = {arch: int(part[part["arch"] == arch]["source_run_id"].iloc[-1]) for arch in ("rtp", "ptr")
+                   if arch in ids}
+        hybrid_source = runs[(runs["kind"] == "hybrid") & (runs["source_run_id"] == sources.get("ptr"))]["id"]
+        main_ids = {**sources, **({"hybrid": int(hybrid_source.iloc[-1])} if len(hybrid_source) else {})}
+        main_retriever = by_id.loc[sources["rtp"], "embedding_model"] if "rtp" in sources else "?"
+        for label, chosen, source in ((main_retriever, main_ids, "main study"), (retriever, ids, "retriever axis")):
+            frames = {arch: recall[recall["run_id"] == run_id].set_index("query_id")[column]
+                      for arch, run_id in chosen.items()}
+            if "rtp" not in frames or "ptr" not in frames:
+                continue
+            diff, low, high = paired_difference(frames["ptr"], frames["rtp"])
+            out.append({"model": describe(setup.to_dict())[0], "retriever": label, "source": source,
+                        "subset": subset, "n": int(frames["ptr"].index.intersection(frames["rtp"].index).size),
+                        "rtp_recall": float(frames["rtp"].mean()), "ptr_recall": float(frames["ptr"].mean()),
+                        "hybrid_recall": float(frames["hybrid"].mean()) if "hybrid" in frames else float("nan"),
+                        "ptr_minus_rtp": diff, "ptr_low": low, "ptr_high": high})
+    table = pd.DataFrame(out, columns=COLUMNS)
+    return table.drop_duplicates(["model", "retriever", "subset"]).sort_values(
+        ["model", "subset", "source", "retriever"], kind="stable").reset_index(drop=True)
