@@ -375,7 +375,7 @@ def test_hostile_description_is_shown_as_text(app_env, index_ready) -> None:
 # ---------------------------------------------------------------- results, examples, stubs, registry
 
 RESULT_TABS = ["Main table", "k sweep", "Scaling", "Per query", "Beyond the paper", "Leaderboard", "Model size",
-               "Token cost", "Planner", "Runs"]
+               "Token cost", "Planner", "Retrievers", "Runs"]
 
 
 def test_results_page_renders_only_the_open_tab_named_in_the_url(app_env) -> None:
