@@ -76,3 +76,23 @@ def test_the_table_sets_each_retriever_beside_the_main_study_with_paired_differe
               for arch, run_id in runs.items()}
     expected = np.mean([recall["ptr"][uid] - recall["rtp"][uid] for uid in recall["rtp"]])
     assert abs(row["ptr_minus_rtp"] - expected) < 1e-9 and row["ptr_low"] <= row["ptr_minus_rtp"] <= row["ptr_high"]
+
+
+def test_bm25_is_a_retriever_of_the_axis_and_an_unknown_name_is_refused(db_url: str) -> None:
+    import argparse
+
+    import pytest
+
+    from core.study.catalog import parse_retrievers
+    from core.study.retriever_axis import run_retrievers
+
+    assert parse_retrievers("bm25, paraphrase-MiniLM-L3-v2") == ["bm25", "paraphrase-MiniLM-L3-v2"]
+    with pytest.raises(argparse.ArgumentTypeError, match="declared: all-MiniLM-L6-v2"):
+        parse_retrievers("bm25,gte-base")
+    store = Store(db_url)
+    retriever = memoised(make_retriever())
+    context = bench_context(store, retriever, make_queries())
+    run_main(context, runs=1, k=5, concurrency=2, agents_for=fake_agents())
+    ids = run_retrievers(context, k=5, retrievers=["bm25"])
+    runs = [r for r in store.runs(kind="retrievers") if r.id in ids]
+    assert len(runs) == 2 * 3 and all(r.spec.embedding_model.startswith("bm25s-lucene") for r in runs)

@@ -13,11 +13,13 @@ RtP grows when an invented function name must share words with the docs):
 - Query side: term counts, not indicators: a term repeated in a query counts each time, as in bm25s and in
   Lucene (one clause per occurrence).
 - Tokens: NFKC, then runs of letters and digits cut at snake_case, camelCase and letter-digit boundaries and
-  lower-cased, so a stub's `getExchangeRate` meets a doc's `GetCurrencyRate` on "get" and "rate". Only ASCII
-  capitals start a camelCase word (API names are ASCII); other scripts split at digits only, CJK unsegmented.
+  lower-cased, so a stub's `getExchangeRate` meets a doc's `GetCurrencyRate` on "get" and "rate". Only an ASCII
+  capital starts a camelCase word (API names are ASCII); "Zürich" stays whole, CJK runs are not segmented.
 - Stop words: Lucene's 33 English ones (bm25s's STOPWORDS_EN): queries are sentences, documents are not.
 - Stemming: plurals only (Harman's S-stemmer, with Porter's "sses" -> "ss"), ours, so that "hotels" meets
   "hotel". No Snowball: PyStemmer is a C extension, and its conflations are not what a stub's name needs.
+  (On G1_instruction, the stop words and the plural folding each add 2-3 points to RtP's recall@5.)
+Scores are BM25 sums (0 and up, unbounded), not cosines: they rank and merge alike, but no cosine threshold applies.
 """
 from __future__ import annotations
 
@@ -114,7 +116,8 @@ class BM25Index:
     @classmethod
     def build(cls, token_ids: Sequence[list[int]], vocabulary_size: int, rows: np.ndarray | None = None,
               k1: float = K1, b: float = B) -> BM25Index:
-        import bm25s  # 0.3 s of imports (scipy, tqdm): only when an index is built
+        """Lucene BM25 weights, by bm25s, of documents given as term ids (0 to vocabulary_size - 1)."""
+        import bm25s  # 0.2 s more of imports (its BEIR helpers, tqdm): only when an index is built
 
         model = bm25s.BM25(k1=k1, b=b, method="lucene", dtype="float64", csc_backend="scipy")
         ids = list(token_ids)
@@ -179,7 +182,9 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if k >= size:
         columns = np.argsort(-scores, axis=1, kind="stable")
     else:
-        kth = np.partition(scores, size - k, axis=1)[:, size - k:size - k + 1]  # each row's k-th best score
+        # each row's k-th best score; selected from the front (negated), which on the rows of zeros a sparse
+        # query leaves is 20x faster than from the back (np.partition's introselect: 0.2 ms, not 4.3 ms)
+        kth = -np.partition(-scores, k - 1, axis=1)[:, k - 1:k]
         above, level = scores > kth, scores == kth
         need = k - above.sum(axis=1, keepdims=True)  # how many of the rows tied at the k-th best, lowest first
         chosen = above | (level & (np.cumsum(level, axis=1) <= need))

@@ -89,12 +89,16 @@ def chosen_subsets(given: list[str] | None, known: list[str], toolbench: bool) -
     return given
 
 
+LEXICAL = "bm25"  # the retriever axis's lexical retriever (core.retrieval.lexical), beside the embedding models
+
+
 def parse_retrievers(text: str) -> list[str]:
-    """`--retrievers`: comma-separated declared embedding models (core.embedding_models)."""
+    """`--retrievers`: comma-separated declared embedding models (core.embedding_models) or bm25."""
     from core.embedding_models import embedding_model_spec
 
+    names = [name.strip() for name in text.split(",") if name.strip()]
     try:
-        return [embedding_model_spec(name.strip()).name for name in text.split(",") if name.strip()]
+        return [name if name == LEXICAL else embedding_model_spec(name).name for name in names]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -201,8 +205,8 @@ STUDIES: tuple[Study, ...] = (
     Study("retrievers", "RtP, PtR and hybrid searched by each declared embedding model with every stored system's stubs "
                         "(beyond the paper)",
           (K, Param("retrievers", parse_retrievers, None,
-                    "comma-separated embedding models (default: every declared one but EMBEDDING_MODEL's; "
-                    "`make embed` installs them)")),
+                    "comma-separated embedding models or bm25 (default: bm25 and every declared embedding model "
+                    "but EMBEDDING_MODEL's; `make embed` installs them)")),
           "core.study.retriever_axis:run_retrievers", ("retrievers",), calls_llm=False, beyond_paper=True,
           in_all=False),
     Study("distractors", "sizes above the real registry: its APIs plus SYNTHETIC distractor vectors, exact search "

@@ -14,7 +14,7 @@ from core.embedding_models import declared_embedding_model
 from core.retrieval.archs import declared
 from core.retrieval.discovery import Retriever
 from core.retrieval.memo import memoised
-from core.study.catalog import MAIN_K, BenchContext
+from core.study.catalog import LEXICAL, MAIN_K, BenchContext
 from core.study.rows import by_subset
 from core.study.runner import open_run
 from core.study.scaling import source_run, store_retrieval_runs
@@ -62,15 +62,20 @@ def run_axis(context: BenchContext, other: Retriever, *, k: int = MAIN_K) -> lis
 
 
 def run_retrievers(context: BenchContext, *, k: int = MAIN_K, retrievers: list[str] | None = None) -> list[int]:
-    """run_axis for each retriever named (default: every declared embedding model but the context's), each built
-    from its installed model and index (`make embed` first; a missing index is embedded with a progress bar)."""
+    """run_axis for each retriever named (default: BM25 and every declared embedding model but the context's), an
+    embedding model's built from its installed model and index (`make embed` first; a missing index is embedded with
+    a progress bar), BM25's from the registry's documents (about a second)."""
     from core.embedding_models import EMBEDDING_MODELS
     from core.retrieval.assemble import build_retriever
+    from core.retrieval.lexical import bm25_retriever
 
     own = context.retriever.encoder.model_id
-    names = retrievers if retrievers is not None else [n for n, s in EMBEDDING_MODELS.items() if s.model_id != own]
+    names = retrievers if retrievers is not None else [
+        LEXICAL, *(n for n, s in EMBEDDING_MODELS.items() if s.model_id != own)]
+    registry = context.retriever.registry
     touched: list[int] = []
     for name in names:
-        other, _ = build_retriever(context.settings.with_(embedding_model=name), registry=context.retriever.registry)
+        other = bm25_retriever(registry) if name == LEXICAL else build_retriever(
+            context.settings.with_(embedding_model=name), registry=registry)[0]
         touched += run_axis(context, other, k=k)
     return touched
