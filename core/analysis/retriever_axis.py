@@ -38,7 +38,8 @@ def axis_table(runs: pd.DataFrame, rows: pd.DataFrame, gold: str = "api_list") -
     by_id = runs.set_index("id")
     recall = rows.assign(system=rows["run_id"].map(by_id["backend_label"]),
                          retriever=rows["run_id"].map(by_id["embedding_model"]))
-    out = []
+    out: list[dict] = []
+    done: set[tuple[str, str, str]] = set()
     axis = runs[runs["kind"] == "retrievers"]
     for (system, retriever, subset), part in axis.groupby(["backend_label", "embedding_model", "subset"]):
         setup = part.iloc[0]
@@ -49,6 +50,9 @@ def axis_table(runs: pd.DataFrame, rows: pd.DataFrame, gold: str = "api_list") -
         main_ids = {**sources, **({"hybrid": int(hybrid_source.iloc[-1])} if len(hybrid_source) else {})}
         main_retriever = by_id.loc[sources["rtp"], "embedding_model"] if "rtp" in sources else "?"
         for label, chosen, source in ((main_retriever, main_ids, "main study"), (retriever, ids, "retriever axis")):
+            if (setup["backend_label"], label, subset) in done:  # the main study's row, once for all its retrievers
+                continue
+            done.add((setup["backend_label"], label, subset))
             frames = {arch: recall[recall["run_id"] == run_id].set_index("query_id")[column]
                       for arch, run_id in chosen.items()}
             if "rtp" not in frames or "ptr" not in frames:
@@ -59,6 +63,5 @@ def axis_table(runs: pd.DataFrame, rows: pd.DataFrame, gold: str = "api_list") -
                         "rtp_recall": float(frames["rtp"].mean()), "ptr_recall": float(frames["ptr"].mean()),
                         "hybrid_recall": float(frames["hybrid"].mean()) if "hybrid" in frames else float("nan"),
                         "ptr_minus_rtp": diff, "ptr_low": low, "ptr_high": high})
-    table = pd.DataFrame(out, columns=COLUMNS)
-    return table.drop_duplicates(["model", "retriever", "subset"]).sort_values(
+    return pd.DataFrame(out, columns=COLUMNS).sort_values(
         ["model", "subset", "source", "retriever"], kind="stable").reset_index(drop=True)
