@@ -39,7 +39,7 @@ def test_every_architecture_is_searched_by_the_other_retriever_from_the_stored_s
     calls = (factory.made[0].stub_writer.calls, factory.made[0].planner.calls)
     assert stored_systems(context) == [("fake", "fake-llm-1")]
     other = other_retriever(retriever)
-    ids = run_axis(context, other, k=5)
+    ids = run_axis(context, other, ks=(5,))
     runs = [r for r in store.runs(kind="retrievers") if r.id in ids]
     assert sorted((r.spec.subset, r.spec.arch) for r in runs) == sorted(
         (s, a) for s in ("G1_instruction", "G2_instruction") for a in ("rtp", "ptr", "hybrid"))
@@ -53,7 +53,7 @@ def test_every_architecture_is_searched_by_the_other_retriever_from_the_stored_s
         source = main[(run.spec.subset, "rtp" if run.spec.arch == "rtp" else "ptr")]
         assert run.spec.source_run_id == source.id and run.spec.llm_model == "fake-llm-1"
         assert store.count_results(run.id) == 6
-    assert run_axis(bench_context(store, retriever, queries, resume=True), other, k=5) == []  # nothing to redo
+    assert run_axis(bench_context(store, retriever, queries, resume=True), other, ks=(5,)) == []  # nothing to redo
 
 
 def test_the_table_sets_each_retriever_beside_the_main_study_with_paired_differences(db_url: str) -> None:
@@ -64,7 +64,8 @@ def test_the_table_sets_each_retriever_beside_the_main_study_with_paired_differe
     queries = make_queries()
     context = bench_context(store, retriever, queries)
     run_main(context, runs=1, k=5, concurrency=2, agents_for=fake_agents())
-    ids = run_axis(context, other_retriever(retriever), k=5)
+    ids = run_axis(context, other_retriever(retriever), ks=(1, 5))  # k=1 is the sweep's: the table reads k=5 only
+    ids = [r.id for r in store.runs(kind="retrievers") if r.id in ids and r.spec.k == 5]
     table = ResultsReader(db_url).retriever_axis()
     assert sorted(set(table["retriever"])) == ["fake-bow-64", "other-bow-64"]
     assert list(table["source"].unique()) == ["main study", "retriever axis"] or set(table["source"]) == {
@@ -93,6 +94,31 @@ def test_bm25_is_a_retriever_of_the_axis_and_an_unknown_name_is_refused(db_url: 
     retriever = memoised(make_retriever())
     context = bench_context(store, retriever, make_queries())
     run_main(context, runs=1, k=5, concurrency=2, agents_for=fake_agents())
-    ids = run_retrievers(context, k=5, retrievers=["bm25"])
+    ids = run_retrievers(context, ks=(5,), retrievers=["bm25"])
     runs = [r for r in store.runs(kind="retrievers") if r.id in ids]
     assert len(runs) == 2 * 3 and all(r.spec.embedding_model.startswith("bm25s-lucene") for r in runs)
+
+
+def test_the_k_sweep_sets_each_retriever_beside_the_main_study_own_sweep(db_url: str) -> None:
+    from core.analysis.reader import ResultsReader
+    from core.study.ksweep import run_ksweep
+
+    store = Store(db_url)
+    retriever = memoised(make_retriever())
+    context = bench_context(store, retriever, make_queries())
+    run_main(context, runs=1, k=5, concurrency=2, agents_for=fake_agents())
+    run_ksweep(context, ks=(1, 3, 5))
+    ids = run_axis(context, other_retriever(retriever), ks=(1, 3, 5))
+    assert len(ids) == 2 * 3 * 3  # subsets x architectures x ks
+    table = ResultsReader(db_url).retriever_axis_ksweep()
+    assert set(table["source"]) == {"main study", "retriever axis"} and set(table["k"]) == {1, 3, 5}
+    assert set(table[table["source"] == "main study"]["arch"]) == {"rtp", "ptr"}  # the main sweep has no hybrid
+    for (retriever_id, subset, arch), part in table.groupby(["retriever", "subset", "arch"]):
+        recall = part.set_index("k")["recall"]
+        assert recall.is_monotonic_increasing, (retriever_id, subset, arch)  # a k's top k holds the smaller k's
+    run = next(r for r in store.runs(kind="retrievers") if r.id in ids and r.spec.k == 3 and r.spec.arch == "ptr"
+               and r.spec.subset == "G2_instruction")
+    expected = np.mean([r["recall_api_list"] for r in store.results(run.id, ("recall_api_list",))])
+    row = table[(table["retriever"] == "other-bow-64") & (table["subset"] == "G2_instruction")
+                & (table["arch"] == "ptr") & (table["k"] == 3)].iloc[0]
+    assert abs(row["recall"] - expected) < 1e-12 and row["n"] == 6

@@ -11,6 +11,7 @@ import pandas as pd
 
 from core.analysis.model_size import describe, paired_difference
 
+HEADLINE_K = 5  # the main study's k, the paper's
 COLUMNS = ["model", "retriever", "source", "subset", "n", "rtp_recall", "ptr_recall", "hybrid_recall",
            "ptr_minus_rtp", "ptr_low", "ptr_high"]
 NOTE = ("recall@5; intervals: percentile bootstrap (95%) of the mean paired per-query difference. Every row of a "
@@ -19,10 +20,10 @@ NOTE = ("recall@5; intervals: percentile bootstrap (95%) of the mean paired per-
 
 
 def axis_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The latest complete retriever-axis run per system, retriever, subset and architecture, and the main and hybrid
-    runs they build on (kind main for RtP and PtR, kind hybrid for the hybrid), in id order."""
+    """The latest complete retriever-axis run at k=5 per system, retriever, subset and architecture, and the main and
+    hybrid runs they build on (kind main for RtP and PtR, kind hybrid for the hybrid), in id order."""
     complete = runs[runs["status"] == "complete"]
-    axis = complete[complete["kind"] == "retrievers"].sort_values("id")
+    axis = complete[(complete["kind"] == "retrievers") & (complete["k"] == HEADLINE_K)].sort_values("id")
     axis = axis.groupby(["backend_label", "embedding_model", "registry_hash", "subset", "arch"]).tail(1)
     sources = set(axis["source_run_id"].dropna().astype(int))
     mains = complete[complete["id"].isin(sources)]
@@ -65,3 +66,33 @@ def axis_table(runs: pd.DataFrame, rows: pd.DataFrame, gold: str = "api_list") -
                         "ptr_minus_rtp": diff, "ptr_low": low, "ptr_high": high})
     return pd.DataFrame(out, columns=COLUMNS).sort_values(
         ["model", "subset", "source", "retriever"], kind="stable").reset_index(drop=True)
+
+
+KSWEEP_COLUMNS = ["model", "retriever", "source", "subset", "arch", "k", "n", "recall"]
+
+
+def axis_ksweep_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The latest complete retriever-axis run per system, retriever, subset, architecture and k, and the main study's
+    own k sweep beside them: its run-0 ksweep runs built on the same main runs (source_run_id), in id order."""
+    complete = runs[runs["status"] == "complete"]
+    axis = complete[complete["kind"] == "retrievers"].sort_values("id")
+    axis = axis.groupby(["backend_label", "embedding_model", "registry_hash", "subset", "arch", "k"]).tail(1)
+    own = complete[(complete["kind"] == "ksweep") & (complete["run_index"] == 0)
+                   & complete["source_run_id"].isin(set(axis["source_run_id"].dropna().astype(int)))]
+    own = own.sort_values("id").groupby(["source_run_id", "arch", "k"]).tail(1)
+    return pd.concat([axis, own]).sort_values("id")
+
+
+def axis_ksweep_table(runs: pd.DataFrame, rows: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
+    """KSWEEP_COLUMNS: mean recall per system, retriever, subset, architecture and k; `rows` are the per-query rows of
+    axis_ksweep_runs(runs) with the recall columns. The main study's retriever is labelled source "main study"."""
+    if runs.empty:
+        return pd.DataFrame(columns=KSWEEP_COLUMNS)
+    means = rows.groupby("run_id")[f"recall_{gold}"].agg(["mean", "size"])
+    out = [{"model": describe(run.to_dict())[0], "retriever": run["embedding_model"],
+            "source": "retriever axis" if run["kind"] == "retrievers" else "main study", "subset": run["subset"],
+            "arch": run["arch"], "k": int(run["k"]), "n": int(means.loc[run["id"], "size"]),
+            "recall": float(means.loc[run["id"], "mean"])}
+           for _, run in runs.iterrows() if run["id"] in means.index]
+    return pd.DataFrame(out, columns=KSWEEP_COLUMNS).sort_values(
+        ["model", "subset", "source", "retriever", "arch", "k"], kind="stable").reset_index(drop=True)

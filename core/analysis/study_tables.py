@@ -42,6 +42,15 @@ class StudyTables(QueryTables):
         return axis_table(runs, self._rows(runs, ("subset", "query_id", *GOLD_SCORES)), gold)
 
     @read_cached
+    def retriever_axis_ksweep(self, gold: str = "api_list") -> pd.DataFrame:
+        """Recall at each k per system, retriever, subset and architecture: the axis's k sweep beside the main
+        study's own (core.analysis.retriever_axis)."""
+        from core.analysis.retriever_axis import axis_ksweep_runs, axis_ksweep_table
+
+        runs = axis_ksweep_runs(self._runs_frame())
+        return axis_ksweep_table(runs, self._rows(runs, ("subset", "query_id", *GOLD_SCORES)), gold)
+
+    @read_cached
     def ksweep(self, gold: str = "api_list", backend: str | None = None) -> pd.DataFrame:
         return analysis.ksweep_table(self._per_run(self._selected("ksweep", backend)), gold)
 

@@ -204,7 +204,9 @@ STUDIES: tuple[Study, ...] = (
           (K, SIZES, SEEDS), "core.study.scaling:run_scaling", ("scaling",), calls_llm=False),
     Study("retrievers", "RtP, PtR and hybrid searched by each declared embedding model with every stored system's stubs "
                         "(beyond the paper)",
-          (K, Param("retrievers", parse_retrievers, None,
+          (Param("ks", parse_ks, list(KSWEEP_KS), f"k values (default {','.join(map(str, KSWEEP_KS))}; the table "
+                                                  f"reads k={MAIN_K})"),
+           Param("retrievers", parse_retrievers, None,
                     "comma-separated embedding models or bm25 (default: bm25 and every declared embedding model "
                     "but EMBEDDING_MODEL's; `make embed` installs them)")),
           "core.study.retriever_axis:run_retrievers", ("retrievers",), calls_llm=False, beyond_paper=True,

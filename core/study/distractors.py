@@ -105,10 +105,10 @@ def _write_cell(store: Store, view: Retriever, subsets: dict[str, list[Query]], 
     for subset, qs in subsets.items():
         setup, stubs = sources[subset].setup, sources[subset].stubs
         with_stubs = [q for q in qs if q.uid in stubs]
-        opened = {a.name: open_run(store, specs[(total, subset, a.name)], with_stubs, resume, setup.git_commit,
+        opened = {(a.name, k): open_run(store, specs[(total, subset, a.name)], with_stubs, resume, setup.git_commit,
                                    {**config, "gold_apis": len(subset_gold_rows(view, qs))})
                   for a in planning()}
         if not any(opened.values()):
             continue
-        touched += store_retrieval_runs(store, view, opened, with_stubs, stubs, k, QUERY_CHUNK)
+        touched += store_retrieval_runs(store, view, opened, with_stubs, stubs, QUERY_CHUNK)
     return touched

@@ -7,6 +7,7 @@ sha256 and the retriever the stubs' main study searched with; `source_run_id` is
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -14,7 +15,7 @@ from core.embedding_models import declared_embedding_model
 from core.retrieval.archs import declared
 from core.retrieval.discovery import Retriever
 from core.retrieval.memo import memoised
-from core.study.catalog import LEXICAL, MAIN_K, BenchContext
+from core.study.catalog import KSWEEP_KS, LEXICAL, BenchContext
 from core.study.rows import by_subset
 from core.study.runner import open_run
 from core.study.scaling import source_run, store_retrieval_runs
@@ -34,9 +35,10 @@ def stored_systems(context: BenchContext) -> list[tuple[str, str]]:
     return sorted(pairs)
 
 
-def run_axis(context: BenchContext, other: Retriever, *, k: int = MAIN_K) -> list[int]:
-    """Every declared architecture searched by `other`, per subset and stored system, from that system's main run 0
-    stubs (found with the context's retriever); the run ids written."""
+def run_axis(context: BenchContext, other: Retriever, *, ks: Sequence[int] = KSWEEP_KS) -> list[int]:
+    """Every declared architecture searched by `other` at each k, per subset and stored system, from that system's
+    main run 0 stubs (found with the context's retriever); the run ids written. The headline table reads k=5; the
+    other ks are the axis's k sweep, beside the main study's own (kind ksweep)."""
     view = memoised(other)
     spec_of = declared_embedding_model(other.encoder.model_id)
     touched: list[int] = []
@@ -52,16 +54,16 @@ def run_axis(context: BenchContext, other: Retriever, *, k: int = MAIN_K) -> lis
             config: dict[str, Any] = {**context.config, "stubs_from": context.retriever.encoder.model_id,
                                       "retriever_runtime": other.encoder.runtime,
                                       "retriever_sha256": spec_of.sha256 if spec_of else None}
-            specs = {a.name: setup.spec("retrievers", a.name, subset, k, 0, source_run_id=source_run(src, a))
-                     for a in declared()}
-            opened = {name: open_run(context.store, spec, with_stubs, context.resume, setup.git_commit, config)
-                      for name, spec in specs.items()}
+            opened = {(a.name, k): open_run(
+                context.store, setup.spec("retrievers", a.name, subset, k, 0, source_run_id=source_run(src, a)),
+                with_stubs, context.resume, setup.git_commit, config) for a in declared() for k in sorted(set(ks))}
             if any(opened.values()):
-                touched += store_retrieval_runs(context.store, view, opened, with_stubs, stubs, k)
+                touched += store_retrieval_runs(context.store, view, opened, with_stubs, stubs)
     return touched
 
 
-def run_retrievers(context: BenchContext, *, k: int = MAIN_K, retrievers: list[str] | None = None) -> list[int]:
+def run_retrievers(context: BenchContext, *, ks: Sequence[int] = KSWEEP_KS,
+                   retrievers: list[str] | None = None) -> list[int]:
     """run_axis for each retriever named (default: BM25 and every declared embedding model but the context's), an
     embedding model's built from its installed model and index (`make embed` first; a missing index is embedded with
     a progress bar), BM25's from the registry's documents (about a second)."""
@@ -77,5 +79,5 @@ def run_retrievers(context: BenchContext, *, k: int = MAIN_K, retrievers: list[s
     for name in names:
         other = bm25_retriever(registry) if name == LEXICAL else build_retriever(
             context.settings.with_(embedding_model=name), registry=registry)[0]
-        touched += run_axis(context, other, k=k)
+        touched += run_axis(context, other, ks=ks)
     return touched

@@ -70,12 +70,12 @@ def run_scaling(context: BenchContext, *, k: int = MAIN_K, sizes: Sequence[int |
                                                    note=note))
             bar.update(1)
             continue
-        opened = {arch: open_run(store, spec, with_stubs, resume, setup.git_commit, cell_config)
-                  for arch, spec in specs.items()}
+        opened = {(name, k): open_run(store, spec, with_stubs, resume, setup.git_commit, cell_config)
+                  for name, spec in specs.items()}
         if any(opened.values()):
             view = retriever if size == n else retriever.with_index(
                 retriever.index.subindex(stratified_rows(retriever.registry, size, gold_rows, seed)))
-            touched += store_retrieval_runs(store, view, opened, with_stubs, stubs, k)
+            touched += store_retrieval_runs(store, view, opened, with_stubs, stubs)
     return touched
 
 
@@ -84,23 +84,28 @@ def source_run(src: Sources, a: Arch) -> int:
     return src.ptr[0].id if a.needs_stubs else src.rtp.id
 
 
-def store_retrieval_runs(store: Store, view: Retriever, opened: dict[str, tuple[int, list[Query]] | None],
-                         queries: Sequence[Query], stubs: dict[str, WrittenStubs], k: int,
+def store_retrieval_runs(store: Store, view: Retriever, opened: dict[tuple[str, int], tuple[int, list[Query]] | None],
+                         queries: Sequence[Query], stubs: dict[str, WrittenStubs],
                          chunk: int | None = None) -> list[int]:
-    """Each opened run's architecture (by name) on one registry view, from stored stubs, then its rows inserted:
-    what the scaling and distractor studies do per cell. `chunk` bounds how many queries are searched at once (a
-    million-vector view); None searches them in one batch. Returns the run ids written."""
+    """Each opened run's architecture (by name) at its k on one registry view, from stored stubs, then its rows
+    inserted: what the scaling, distractor and retriever-axis studies do per cell. Each architecture is searched once,
+    at the deepest k asked (smaller ks are exact prefixes, core.retrieval.archs.discover). `chunk` bounds how many
+    queries are searched at once (a million-vector view); None searches them in one batch. Returns the run ids
+    written."""
     base = baseline()
-    archs = [arch(name) for name, got in opened.items() if got is not None]
-    found: dict[str, dict[str, Discovery]] = {a.name: {} for a in {base, *archs}}
+    wanted = [key for key, got in opened.items() if got is not None]
+    ks = sorted({k for _, k in wanted})
+    archs = {arch(name) for name, _ in wanted}
+    found: dict[tuple[str, int], dict[str, Discovery]] = {(a.name, k): {} for a in {base, *archs} for k in ks}
     for start in range(0, len(queries), chunk or max(1, len(queries))):
         part = queries[start:start + (chunk or len(queries))]
         for a in {base, *archs}:
             written = [stubs[q.uid] for q in part] if a.needs_stubs else None
-            found[a.name].update(zip((q.uid for q in part), discover(a, [q.query for q in part], written, [k], view)[k]))
+            for k, discoveries in discover(a, [q.query for q in part], written, ks, view).items():
+                found[(a.name, k)].update(zip((q.uid for q in part), discoveries))
     touched = []
-    for a in archs:
-        run_id, todo = opened[a.name]
-        insert_run(store, run_id, retrieval_rows(run_id, todo, a, found[a.name], found[base.name]))
+    for name, k in wanted:
+        run_id, todo = opened[(name, k)]
+        insert_run(store, run_id, retrieval_rows(run_id, todo, arch(name), found[(name, k)], found[(base.name, k)]))
         touched.append(run_id)
     return touched
