@@ -90,6 +90,8 @@ MINILM_L3 = EmbeddingModelSpec(
           "tokenizer is its own; max_seq_length is the upstream model's 128 (the graph has 512 positions)")
 
 EMBEDDING_MODEL_LIST = (MINILM_L6, MPNET_BASE, MINILM_L3)
+LEXICAL = "bm25"  # EMBEDDING_MODEL's name for the lexical retriever (core.retrieval.lexical): no model to install
+LEXICAL_RUNTIME = "bm25s"  # its encoder's runtime: what tells a lexical Retriever from a dense one
 EMBEDDING_MODELS = {m.name: m for m in EMBEDDING_MODEL_LIST}
 
 

@@ -114,6 +114,10 @@ class Planner(Protocol):
     def plan(self, query: str, hits: Sequence[Hit]) -> Plan: ...
 
 
+NO_COSINE = ("the offline planner selects by cosine, and BM25 gives no cosine: no plan (an LLM backend plans on BM25's "
+             "hits)")
+
+
 class OfflinePlanner:
     """Selects retrieved APIs whose cosine to some sub-request clears a threshold: an offline heuristic, not an LLM."""
 
@@ -139,8 +143,9 @@ class OfflinePlanner:
         start = time.perf_counter()
         parts = split_subrequests(clean_query(query))
         k = len(hits)
-        if not hits:
-            return Plan((), (), (), "nothing was retrieved", k, self.backend, self.model, self.prompt_version,
+        refusal = "nothing was retrieved" if not hits else NO_COSINE if self.retriever.lexical else None
+        if refusal:
+            return Plan((), (), (), refusal, k, self.backend, self.model, self.prompt_version,
                         latency_s=time.perf_counter() - start)
         sims = self._vectors([p.text for p in parts]) @ self.retriever.vectors_of([h.key for h in hits]).T
         chosen: list[int] = []

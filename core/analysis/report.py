@@ -19,6 +19,7 @@ from core.analysis.tables import DISTRACTOR_NOTE, HYBRID_NOTE, PAIRED_TESTS, PAS
 from core.analysis.provenance import plans_text
 from core.analysis.reader import ResultsReader
 from core.analysis.retriever_axis import NOTE as RETRIEVER_NOTE
+from core.analysis.retriever_axis import paper_axis
 from core.analysis.router import ROUTER_NOTE
 from core.analysis.router_fit import RouterFit
 from core.retrieval.archs import declared
@@ -171,7 +172,8 @@ SECTIONS: dict[str, Section] = {
         "paper": None, "note": ROUTER_NOTE},
     "retrievers": lambda reader, gold, backend, paper, queries: {
         "title": "Retriever axis: PtR - RtP recall@5 per discovery system and retriever, the same stubs under each "
-                 "(beyond the paper)", "ours": records(reader.retriever_axis(gold)), "paper": None,
+                 "(beyond the paper)", "ours": records(reader.retriever_axis(gold)),
+        "ksweep": records(reader.retriever_axis_ksweep(gold)), "paper": records(paper_axis(paper)),
         "note": RETRIEVER_NOTE},
     "backends": lambda reader, gold, backend, paper, queries: backends_section(reader, gold, paper),
     "model_size": lambda reader, gold, backend, paper, queries: model_size_section(reader, gold, paper, queries),

@@ -7,9 +7,12 @@ beside it, computed from that main run and its hybrid run. Pure functions over t
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pandas as pd
 
-from core.analysis.model_size import describe, paired_difference
+from core.analysis.model_size import describe, paired_difference, paper_rows
 
 HEADLINE_K = 5  # the main study's k, the paper's
 COLUMNS = ["model", "retriever", "source", "subset", "n", "rtp_recall", "ptr_recall", "hybrid_recall",
@@ -66,6 +69,17 @@ def axis_table(runs: pd.DataFrame, rows: pd.DataFrame, gold: str = "api_list") -
                         "ptr_minus_rtp": diff, "ptr_low": low, "ptr_high": high})
     return pd.DataFrame(out, columns=COLUMNS).sort_values(
         ["model", "subset", "source", "retriever"], kind="stable").reset_index(drop=True)
+
+
+PAPER_RETRIEVER = "thenlper/gte-base (paper)"
+
+
+def paper_axis(paper: Mapping[str, Any]) -> pd.DataFrame:
+    """COLUMNS for the paper's two discovery models under its one retriever (gte-base): point differences, no
+    interval, no hybrid (the paper reports neither)."""
+    rows = [{**{c: row.get(c, float("nan")) for c in COLUMNS}, "retriever": PAPER_RETRIEVER, "source": "paper",
+             "hybrid_recall": float("nan")} for row in paper_rows(paper)]
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 KSWEEP_COLUMNS = ["model", "retriever", "source", "subset", "arch", "k", "n", "recall"]

@@ -7,10 +7,10 @@ from core.agents.planner import Plan
 from core.study.query_result import ArchResult
 
 
-def print_block(block: ArchResult, label: str | None = None) -> None:
+def print_block(block: ArchResult, label: str | None = None, score_name: str = "cosine") -> None:
     """The block's lines; `label` (e.g. EDITED) goes into the heading, so that what made the block is the first
-    thing read."""
-    cosine = f"top-1 cosine {block.top1_score:.3f}"
+    thing read; `score_name` is the retriever's (Retriever.score_name)."""
+    cosine = f"top-1 {score_name} {block.top1_score:.3f}"
     print(f"== {block.arch.upper()} ({label}), {cosine}" if label else f"== {block.arch.upper()} ({cosine})")
     for stub in block.writing.stubs if block.writing is not None else ():
         print(f"   stub {stub.name}: {stub.reasoning}")

@@ -91,7 +91,7 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(answer, ensure_ascii=False))
         return 0
     for block in QueryOutcome.from_json(answer).blocks:
-        print_block(block)
+        print_block(block, score_name=retriever.score_name)
     return 0
 
 

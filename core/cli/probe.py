@@ -115,12 +115,12 @@ def _probe_stubs(args: argparse.Namespace, stubs: tuple[Stub, ...], settings: Se
                           **{name: None if block is None else {**block.to_json(), "label": EDITED}
                              for name, block in blocks.items()}}, ensure_ascii=False))
         return 0
-    print_block(rtp)
+    print_block(rtp, score_name=retriever.score_name)
     for name, block in blocks.items():
         if block is None:
             print(f"== {name.upper()} ({EDITED}): no stubs given, nothing to search")
         else:
-            print_block(block, EDITED)
+            print_block(block, EDITED, retriever.score_name)
     return 0
 
 
@@ -134,7 +134,7 @@ def _probe_models(args: argparse.Namespace, systems: list[str], settings: Settin
     retriever = _retriever(settings)
     rtp = _rtp_block(query, args.k, retriever)
     if not args.json:
-        print_block(rtp)
+        print_block(rtp, score_name=retriever.score_name)
     runs: list[dict[str, Any]] = []
     for system in systems:
         chosen = with_system(settings, system)
@@ -147,20 +147,20 @@ def _probe_models(args: argparse.Namespace, systems: list[str], settings: Settin
             print(f"{system}: LLM unavailable: {answer['llm_error']}", file=sys.stderr)
         runs.append({"system": system, "label": chosen.backend_label, "result": answer, "seconds": round(seconds, 2)})
         if not args.json:
-            _print_system(runs[-1], QueryOutcome.from_json(answer), rtp.arch)
+            _print_system(runs[-1], QueryOutcome.from_json(answer), rtp.arch, retriever.score_name)
     if args.json:
         print(json.dumps({"query": query, "k": args.k, rtp.arch: rtp.to_json(), "systems": runs}, ensure_ascii=False))
     return 0
 
 
-def _print_system(run: dict[str, Any], outcome: QueryOutcome, rtp_name: str) -> None:
+def _print_system(run: dict[str, Any], outcome: QueryOutcome, rtp_name: str, score_name: str) -> None:
     """One system's lines: its heading, then its own RtP plan and every block that searched its stubs."""
     print(f"\n## {run['system']} ({run['label']}), {run['seconds']:.2f} s")
     if run["result"].get("llm_error"):
         print(f"   LLM unavailable: {run['result']['llm_error']}")
     for block in outcome.blocks:
         if block.arch != rtp_name:
-            print_block(block)
+            print_block(block, score_name=score_name)
         elif block.plan is not None:
             print_plan(block.plan, f"{rtp_name.upper()} ")
 

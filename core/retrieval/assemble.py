@@ -13,7 +13,7 @@ from core.retrieval.ann import IndexSpec, make_index
 from core.retrieval.artifact import ArtifactError, artifact_name, read_header
 from core.data.registry import Registry
 from core.data.loaders import registry_for
-from core.embedding_models import declared_embedding_model
+from core.embedding_models import LEXICAL, declared_embedding_model
 from core.settings import Settings
 
 
@@ -76,6 +76,17 @@ def load_encoder(name: str, runtime: str = "auto", cache_dir: Path | None = None
         return load_reference_encoder(name)
 
 
+def lexical_retriever(registry: Registry, start: float) -> tuple[Retriever, IndexInfo]:
+    """EMBEDDING_MODEL=bm25: BM25 over the registry's documents, built in about a second, never cached."""
+    from core.retrieval.lexical import bm25_retriever
+
+    retriever = bm25_retriever(registry)
+    info = IndexInfo(retriever.encoder.model_id, retriever.encoder.runtime, registry.name, len(registry),
+                     retriever.encoder.dim, registry.content_hash[:16], "built", time.perf_counter() - start,
+                     {"kind": "bm25"})
+    return retriever, info
+
+
 def shipped_index_ready(settings: Settings) -> bool:
     """Whether the configured registry loads from the shipped vectors, embedding nothing (headers only)."""
     registry = registry_for(settings)
@@ -89,7 +100,8 @@ def shipped_index_ready(settings: Settings) -> bool:
 def build_retriever(settings: Settings, encoder: Encoder | None = None, registry: Registry | None = None,
                     progress: ProgressFn | None = None, notify: NotifyFn | None = None,
                     use_artifact: bool = True) -> tuple[Retriever, IndexInfo]:
-    """Encoder + corpus embeddings (shipped, cached or built) + FAISS index for the configured registry.
+    """Encoder + corpus embeddings (shipped, cached or built) + FAISS index for the configured registry; with
+    EMBEDDING_MODEL=bm25, BM25's encoder and index instead (lexical_retriever).
 
     use_artifact=False skips the shipped vectors: what regenerating them needs, and then sentence-transformers
     encodes them, so that the shipped files stay reproducible from the reference. Otherwise an ONNX query encoder
@@ -98,6 +110,8 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
     """
     start = time.perf_counter()
     registry = registry or registry_for(settings)
+    if settings.embedding_model == LEXICAL and encoder is None:
+        return lexical_retriever(registry, start)
     encoder = encoder or load_encoder(settings.embedding_model, settings.encoder_runtime, settings.cache_dir)
     by_itself = encoder.runtime in (SentenceTransformerEncoder.runtime, *(("onnx",) if use_artifact else ()))
     builder = None if by_itself else (lambda: load_reference_encoder(settings.embedding_model))

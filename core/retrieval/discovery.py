@@ -17,6 +17,7 @@ from core.retrieval.records import Hit, Stub
 from core.data.registry import Registry
 from core.data.text import normalise
 from core.data.toolbench import ApiKey
+from core.embedding_models import LEXICAL_RUNTIME
 from core.settings import BOUNDS
 
 MAX_QUERY_CHARS = 100_000
@@ -111,6 +112,15 @@ class Retriever:
         self.index = index
         # Registry-row vectors (the full corpus), also when the index covers only a sub-registry.
         self.corpus_vectors = index.vectors if corpus_vectors is None else corpus_vectors
+
+    @property
+    def lexical(self) -> bool:
+        """BM25 (core.retrieval.lexical): its scores rank like cosines but are unbounded sums, not cosines."""
+        return self.encoder.runtime == LEXICAL_RUNTIME
+
+    @property
+    def score_name(self) -> str:
+        return "BM25 score" if self.lexical else "cosine"
 
     def with_index(self, index: VectorIndex) -> Retriever:
         """The same registry and encoder searching a sub-index (scaling study)."""

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from core.data.registry import Registry
+from core.embedding_models import LEXICAL_RUNTIME
 from core.retrieval.discovery import Retriever
 
 K1, B = 1.2, 0.75
@@ -75,7 +76,7 @@ class BM25Encoder:
     vocabulary: Mapping[str, int]
     k1: float = K1
     b: float = B
-    runtime = "bm25s"
+    runtime = LEXICAL_RUNTIME
 
     @property
     def model_id(self) -> str:
@@ -117,7 +118,11 @@ class BM25Index:
     def build(cls, token_ids: Sequence[list[int]], vocabulary_size: int, rows: np.ndarray | None = None,
               k1: float = K1, b: float = B) -> BM25Index:
         """Lucene BM25 weights, by bm25s, of documents given as term ids (0 to vocabulary_size - 1)."""
+        import logging
+
         import bm25s  # 0.2 s more of imports (its BEIR helpers, tqdm): only when an index is built
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
 
         model = bm25s.BM25(k1=k1, b=b, method="lucene", dtype="float64", csc_backend="scipy")
         ids = list(token_ids)

@@ -22,6 +22,7 @@ class MemoEncoder:
         self.inner = inner
         self.model_id = inner.model_id
         self.dim = inner.dim
+        self.runtime = inner.runtime
         self._memo: dict[str, np.ndarray] = {}
         self._pending: dict[str, None] = {}
         self._pending_lock = threading.Lock()

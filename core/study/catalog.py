@@ -89,12 +89,9 @@ def chosen_subsets(given: list[str] | None, known: list[str], toolbench: bool) -
     return given
 
 
-LEXICAL = "bm25"  # the retriever axis's lexical retriever (core.retrieval.lexical), beside the embedding models
-
-
 def parse_retrievers(text: str) -> list[str]:
     """`--retrievers`: comma-separated declared embedding models (core.embedding_models) or bm25."""
-    from core.embedding_models import embedding_model_spec
+    from core.embedding_models import LEXICAL, embedding_model_spec
 
     names = [name.strip() for name in text.split(",") if name.strip()]
     try:

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from core.embedding_models import declared_embedding_model
+from core.embedding_models import LEXICAL, declared_embedding_model
 from core.retrieval.archs import declared
 from core.retrieval.discovery import Retriever
 from core.retrieval.memo import memoised
-from core.study.catalog import KSWEEP_KS, LEXICAL, BenchContext
+from core.study.catalog import KSWEEP_KS, BenchContext
 from core.study.rows import by_subset
 from core.study.runner import open_run
 from core.study.scaling import source_run, store_retrieval_runs
@@ -69,15 +69,12 @@ def run_retrievers(context: BenchContext, *, ks: Sequence[int] = KSWEEP_KS,
     a progress bar), BM25's from the registry's documents (about a second)."""
     from core.embedding_models import EMBEDDING_MODELS
     from core.retrieval.assemble import build_retriever
-    from core.retrieval.lexical import bm25_retriever
 
     own = context.retriever.encoder.model_id
     names = retrievers if retrievers is not None else [
         LEXICAL, *(n for n, s in EMBEDDING_MODELS.items() if s.model_id != own)]
-    registry = context.retriever.registry
     touched: list[int] = []
     for name in names:
-        other = bm25_retriever(registry) if name == LEXICAL else build_retriever(
-            context.settings.with_(embedding_model=name), registry=registry)[0]
+        other, _ = build_retriever(context.settings.with_(embedding_model=name), registry=context.retriever.registry)
         touched += run_axis(context, other, ks=ks)
     return touched
