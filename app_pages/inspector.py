@@ -14,6 +14,7 @@ from core.retrieval.discovery import QueryError, clean_query, undecodable_at
 from core.data.loaders import queries_for, registry_for
 from core.settings import BOUNDS, DataNotFoundError
 from core.data.toolbench import subset_order
+from core.embedding_models import retriever_names
 from ui.safe import md, one_line
 from ui.page_settings import chosen_study, current_settings, shared_choices
 from core.retrieval.archs import arch, baseline
@@ -26,12 +27,13 @@ from ui.resources import (available_backends, backend_title, commit, live_result
                           stored_studies, with_backend)
 from ui.inspector_view import View, parse_view
 from ui.gold_section import gold_section
+from ui.retriever_choice import KEY as RETRIEVER_KEY, pick_retriever, search_settings
 from ui.widgets import (describe, error, index_gate, json_download, quiet_retriever, rerun_when_index_ready,
                         router_verdict, stored_router_fit)
 
 MODES = ("Your query", "Benchmark query")
 SHOWS = ("One system", "Every system", "Edit stubs")  # ?show=: the probing views (ui.probe_views)
-URL_KEYS = ("q", "qid", "k", "backend")
+URL_KEYS = ("q", "qid", "k", "backend", "retriever")
 MAX_URL_QUERY = 2_000  # longer free text still runs, but is not put into the URL
 
 settings = current_settings()
@@ -46,6 +48,7 @@ except DataNotFoundError as exc:
 by_uid = {(q.subset, q.query_id): q for q in queries}
 subsets = subset_order({q.subset for q in queries})
 backends = available_backends(settings)
+retrievers = retriever_names(settings.embedding_model)
 
 # URL -> widgets, whenever the URL names another view than the one on screen (a shared link, a row
 # clicked on the Examples page); coming back from another page restores the last view.
@@ -53,7 +56,7 @@ params = {key: st.query_params[key] for key in URL_KEYS if key in st.query_param
 if not params and "insp_view" in state:
     params = state["insp_view"]
 if params != state.get("insp_applied"):
-    view, messages = parse_view(params, int(state.get("k_default", 5)), backends)
+    view, messages = parse_view(params, int(state.get("k_default", 5)), backends, retrievers)
     if view.qid is not None and view.qid not in by_uid:
         messages.append(f"There is no benchmark query {view.qid[0][:40]}:{view.qid[1]} in this data; "
                         "pick one below or type your own.")
@@ -65,6 +68,7 @@ if params != state.get("insp_applied"):
         state["insp_text"] = view.text
     state["insp_k"] = view.k
     state["insp_backend"] = view.backend or backends[0]
+    state[RETRIEVER_KEY] = view.retriever or retrievers[0]
     state["insp_messages"] = messages
 for message in state.pop("insp_messages", []):
     st.warning(md(message, 300), icon=":material/link_off:")
@@ -85,12 +89,15 @@ if mode == MODES[1]:
 else:
     text = st.text_area("Query", key="insp_text", height=90,
                         placeholder="What should the agent do? e.g. Find hotels in Paris and convert 200 EUR to USD")
-knob_k, knob_backend = st.columns(2)
+knob_k, knob_backend, knob_retriever = st.columns(3)
 k_shown = BOUNDS["k"].shown  # the part of k's range a slider offers, declared with it
 k = knob_k.slider("k", k_shown.low, k_shown.high, key="insp_k")
 backend = knob_backend.selectbox("LLM backend", backends, key="insp_backend", format_func=backend_title,
                                  help="Every local model installed here (`make llm MODEL=<name>` adds one), run by "
                                       "llama.cpp in this process; the offline heuristic is no LLM at all.")
+retriever_name = pick_retriever(knob_retriever, settings)
+search, search_note = search_settings(retriever_name, settings)
+own_retriever = search.embedding_model == settings.embedding_model
 
 show = st.radio("Show", SHOWS, key="show", horizontal=True, bind="query-params",
                 help="One system: RtP and PtR of the chosen backend, stage by stage. Every system: each stored (or, "
@@ -101,7 +108,8 @@ if show != SHOWS[2]:  # the editor's own parameters belong to its view alone
         st.query_params.pop(key, None)
 
 linkable = not query and len(text) <= MAX_URL_QUERY and undecodable_at(text) is None  # refused below anyway
-view = View(text if linkable else "", (query.subset, query.query_id) if query else None, k, backend)
+view = View(text if linkable else "", (query.subset, query.query_id) if query else None, k, backend,
+            None if retriever_name == retrievers[0] else retriever_name)
 wanted = view.params()
 for key in URL_KEYS:  # only the Inspector's own keys: the sidebar's are bound to the URL by their widgets
     if key in wanted and st.query_params.get(key) != wanted[key]:
@@ -128,15 +136,22 @@ run_settings = with_backend(settings, backend)
 view_key = urlencode(view.params(), safe=":")
 
 if show != SHOWS[0]:  # imported here: the probing views read pandas tables, which a shared ?q= link never needs
+    if search_note:
+        st.info(search_note, icon=":material/manage_search:")
     from ui.probe_views import every_live_system, every_stored_system, stored_systems, stub_editor
 
     probe_lookup = describe(registry_for(settings))
     systems = stored_studies(settings) if query is not None else []
     if show == SHOWS[1] and query is not None:
-        stored_views = every_stored_system(settings, systems, query, k, gold, probe_lookup)
+        other = None
+        if not own_retriever:  # each system's stored stubs searched by the chosen retriever: no LLM call
+            other = index_gate(search)
+            if other is None:
+                st.stop()
+        stored_views = every_stored_system(settings, systems, query, k, gold, probe_lookup, other)
     else:
         stored_views = stored_systems(settings, systems, query, k, gold) if query is not None else []
-        probe_retriever = index_gate(settings)
+        probe_retriever = index_gate(search)
         if probe_retriever is None:
             st.stop()
         probe_retriever = memoised(probe_retriever)
@@ -151,7 +166,9 @@ if show != SHOWS[0]:  # imported here: the probing views read pandas tables, whi
     st.stop()
 
 result, failure = None, None
-if query is not None and state.get("insp_live") != view_key:
+if search_note:
+    st.info(search_note, icon=":material/manage_search:")
+if query is not None and own_retriever and state.get("insp_live") != view_key:
     try:
         if results(settings).available():
             result = results(settings).query_detail(query.subset, query.query_id, k=k, backend=chosen_study())
@@ -165,7 +182,7 @@ if stored:
 
 slots = Slots.make()
 if not stored:
-    retriever = index_gate(settings)
+    retriever = index_gate(search)
     if retriever is None:
         st.stop()
     retriever = memoised(retriever)  # the live query and the gold trace embed each text once between them
@@ -174,19 +191,20 @@ if not stored:
 
     def draw_router(rtp_block: ArchResult) -> None:
         fit = stored_router_fit(settings, gold_def, k, chosen_study())
-        if fit:
+        if fit and own_retriever:  # its threshold is a cosine of the studies' retriever, meaningless under another
             with router_box.container():
                 router_verdict(rtp_block.top1_score, fit)
 
     columns = LiveColumns(slots, lookup, k, gold, backend_title(backend), on_baseline=draw_router)
     done = live_results()
-    live_key = (view_key, backend, run_settings.llm_model, retriever.registry.content_hash)
+    live_key = (view_key, backend, run_settings.llm_model, retriever.registry.content_hash, retriever.encoder.model_id)
     if live_key in done:
         result, seconds, failure = done[live_key]
         replay(columns, result, seconds, failure)
     else:
         try:
-            result = run_query(text, k, retriever, run_settings, columns.emit)
+            result = run_query(text, k, retriever, run_settings.with_(embedding_model=search.embedding_model),
+                               columns.emit)
         except Exception as exc:  # noqa: BLE001 - an LLM or planner failure must not hide RtP
             failure = f"PtR and the planners failed: {exc}"
             kept = tuple(b for b in columns.result.blocks if not arch(b.arch).needs_stubs)  # what needs no LLM
@@ -223,7 +241,8 @@ with info:
         with st.expander("Provenance of the stored outputs"):
             st.json(dict(result.provenance or {}))
     else:
-        st.caption(f"Computed live · registry {md(settings.registry)} · {md(backend_title(backend), 80)}"
+        st.caption(f"Computed live · registry {md(settings.registry)} · retriever {md(search.embedding_model, 80)} · "
+                   f"{md(backend_title(backend), 80)}"
                    + (f" · gold = {gold_def}" if gold is not None else " · no gold for free text"))
     if query is None and len(text) > MAX_URL_QUERY:
         st.warning(f"The link omits this query: it has {len(text):,} characters, more than a URL carries "
@@ -236,7 +255,7 @@ with actions:
         st.page_link("app_pages/registry.py", label="Show on the embedding map", icon=":material/scatter_plot:",
                      query_params={"q": text})
     live_source = {"computed": "live", "backend_label": run_settings.backend_label, "llm_backend": run_settings.llm_backend,
-                   "llm_model": run_settings.llm_model, "embedding_model": settings.embedding_model,
+                   "llm_model": run_settings.llm_model, "embedding_model": search.embedding_model,
                    "registry": settings.registry, "gold": gold_def if gold is not None else None, "k": k,
                    "commit": commit()[:10]}
     json_download(result.to_json() if stored else {**result.to_json(), "provenance": live_source},

@@ -12,6 +12,7 @@ import streamlit as st
 from core.analysis.headlines import crossover_verdict, main_differences
 from core.analysis.provenance import provenance, provenance_line
 from core.analysis.reader import ResultsReader
+from core.analysis.retriever_axis import paper_axis
 from core.data.loaders import queries_for
 from core.settings import DataNotFoundError
 from core.analysis import tables as analysis, router
@@ -369,9 +370,15 @@ def retrievers_tab() -> None:
     st.markdown("**Is PtR's multi-tool gain a crutch for a weak retriever?** Each system's stored stubs searched by "
                 "every installed embedding model: only the retriever changes. all-mpnet-base-v2 stands in for the "
                 "paper's gte-base (same size and dimension); it is not gte-base.")
-    st.plotly_chart(figures.retriever_axis(table), width="stretch")
+    st.plotly_chart(figures.retriever_axis(table, paper_axis(ref)), width="stretch")
     st.dataframe(table, hide_index=True, width="stretch")
     download_buttons(table, f"retrievers_{gold}", source)
+    sweep = safe_read(settings, ResultsReader.retriever_axis_ksweep, gold=gold)
+    if isinstance(sweep, pd.DataFrame) and len(sweep):
+        models = list(dict.fromkeys(sweep["model"]))
+        model = st.selectbox("k sweep of the stubs of", models, key="res_axis_model", bind="query-params")
+        st.plotly_chart(figures.retriever_ksweep(sweep, model), width="stretch")
+        download_buttons(sweep, f"retrievers_ksweep_{gold}", source)
 
 
 TABS = {"Main table": main_tab, "k sweep": ksweep_tab, "Scaling": scaling_tab, "Per query": per_query_tab,

@@ -106,3 +106,11 @@ def embedding_model_spec(name: str) -> EmbeddingModelSpec:
     if spec is not None:
         return spec
     raise ValueError(f"unknown embedding model {name!r}; declared: {', '.join(EMBEDDING_MODELS)}")
+
+
+def retriever_names(default: str) -> list[str]:
+    """Every retriever a page or study can pick: the configured one (EMBEDDING_MODEL) first, each other declared
+    embedding model, then BM25."""
+    own = declared_embedding_model(default)
+    first = LEXICAL if default == LEXICAL else own.name if own else default
+    return [first, *(n for n in [*EMBEDDING_MODELS, LEXICAL] if n != first)]

@@ -588,3 +588,41 @@ def test_every_system_on_free_text_runs_on_demand_and_is_kept(app_env, index_rea
     at.radio(key="show").set_value("Edit stubs").run()  # an edit can start from the stubs a system wrote live
     no_exception(at)
     assert "offline heuristic (not an LLM) (live)" in at.selectbox(key="edit_from").options
+
+
+# ---------------------------------------------------------------- the retriever picker
+def test_the_retriever_named_in_the_url_searches_and_every_score_says_what_it_is(app_env, index_ready) -> None:
+    at = page("app_pages/inspector.py", {"q": "find hotels in Paris", "retriever": "bm25"})
+    no_exception(at)
+    assert at.selectbox(key="insp_retriever").value == "bm25" and at.query_params["retriever"] == "bm25"
+    shown = markdown_everywhere(at)
+    assert "Searched with **BM25**" in shown and "top-1 BM25 score" in shown and "top-1 cosine" not in shown
+    assert "no plan" in shown  # the offline planner selects by cosine, which BM25 does not give
+    assert "Adaptive router" not in shown  # its threshold is a cosine of the studies' retriever
+    at.selectbox(key="insp_retriever").select("all-MiniLM-L6-v2").run()
+    no_exception(at)
+    assert "retriever" not in at.query_params and "top-1 cosine" in markdown_everywhere(at)
+
+
+@pytest.mark.parametrize("asked, words", [
+    ("gte-base", "which is not declared here"),
+    ("all-mpnet-base-v2", "is not installed here: run `make embed MODEL=all-mpnet-base-v2`"),
+])
+def test_a_retriever_that_cannot_search_is_one_line_and_the_default_still_answers(app_env, index_ready, asked,
+                                                                                  words) -> None:
+    at = page("app_pages/inspector.py", {"q": "find hotels in Paris", "retriever": asked})
+    no_exception(at)
+    assert sum(words in line for line in [*texts(at, "warning"), *texts(at, "info")]) == 1
+    shown = markdown_everywhere(at)
+    assert "top-1 cosine" in shown and "Top 5 APIs" in shown  # RtP with the studies' model answers
+
+
+def test_every_system_under_another_retriever_searches_each_systems_stored_stubs(app_env, index_ready) -> None:
+    at = page("app_pages/inspector.py", {"qid": PROBE_QID, "k": str(MAIN_K), "show": "Every system",
+                                         "retriever": "bm25"})
+    no_exception(at)
+    headers = [h.value for h in at.subheader]
+    assert headers[0] == "RtP" and "offline heuristic (no model)" in headers
+    shown = markdown_everywhere(at)
+    assert "searched again by this retriever" in shown and "top-1 BM25 score" in shown
+    assert "top-1 cosine" not in shown

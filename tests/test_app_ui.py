@@ -18,6 +18,7 @@ from core.study.query_result import QueryOutcome
 from ui import figures, tables
 from ui.projection import fit_pca, sample_rows
 from ui.safe import md, one_line, plot_text
+from core.embedding_models import retriever_names
 from ui.inspector_view import View, latency_text, parse_qid, parse_view
 
 PAPER = paper.load_paper(PROJECT_ROOT / "data" / "paper_reference.json")
@@ -66,6 +67,14 @@ def test_view_round_trips_through_url_params() -> None:
     assert parsed == view and messages == []
     text_view = View("find hotels", None, 3, None)
     assert parse_view(text_view.params(), 5, ["offline"])[0] == text_view
+    names = retriever_names("all-MiniLM-L6-v2")
+    assert names[0] == "all-MiniLM-L6-v2" and names[-1] == "bm25" and len(set(names)) == len(names) == 4
+    other = View("find hotels", None, 3, None, "bm25")
+    assert other.params()["retriever"] == "bm25" and parse_view(other.params(), 5, ["offline"], names) == (other, [])
+    own, messages = parse_view({"q": "x", "retriever": names[0]}, 5, ["offline"], names)
+    assert own.retriever is None and messages == []  # the studies' own is the default: never in the link
+    unknown, messages = parse_view({"q": "x", "retriever": "gte-base"}, 5, ["offline"], names)
+    assert unknown.retriever is None and len(messages) == 1 and "gte-base" in messages[0]
 
 
 @pytest.mark.parametrize("params, expected_k, n_messages", [

@@ -49,3 +49,21 @@ def test_assert_normalised() -> None:
         assert_normalised(np.full((2, 2), 0.5, dtype=np.float32))
     with pytest.raises(ValueError):
         assert_normalised(np.eye(3))  # float64 is refused: FAISS wants float32
+
+
+def test_a_cached_index_of_another_dimension_is_named_in_one_warning_and_rebuilt(
+        tmp_path: Path, fake_encoder, small_registry: Registry, caplog: pytest.LogCaptureFixture) -> None:
+    """A cache written under the model's key by an encoder of another dimension (a model whose declaration changed,
+    a copied cache): never searched with, one warning that names both shapes, then the right vectors."""
+    from core.retrieval.embedding import save_cached
+
+    key = cache_key(fake_encoder.model_id, small_registry)
+    wide = np.eye(len(small_registry), fake_encoder.dim + 8, dtype=np.float32)  # unit rows, a valid digest
+    save_cached(tmp_path, key, wide, fake_encoder.model_id, small_registry)
+    with caplog.at_level("WARNING"):
+        vectors, source = corpus_embeddings(fake_encoder, small_registry, tmp_path)
+    assert source == "built" and vectors.shape == (len(small_registry), fake_encoder.dim)
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert f"holds ({len(small_registry)}, {fake_encoder.dim + 8}), not ({len(small_registry)}, {fake_encoder.dim})" \
+        in warning and "rebuilding" in warning
+    assert corpus_embeddings(fake_encoder, small_registry, tmp_path)[1] == "cache"

@@ -74,3 +74,21 @@ def test_embed_refuses_an_unknown_model_or_registry_in_one_line(argv: list[str],
                           text=True, timeout=120)
     assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_query_with_a_retriever_that_cannot_load_is_one_line_and_the_default_still_answers(tmp_path: Path) -> None:
+    """--retriever names a model not installed in this CACHE_DIR: one line naming `make embed`; the studies' model,
+    shipped with its index, answers the same query; bm25 needs no install at all."""
+    env = {**os.environ, "CACHE_DIR": str(tmp_path), "REGISTRY": "livemcpbench"}
+
+    def query(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "core", "query", "search the web for news", "--json", *extra],
+                              cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+    refused = query("--retriever", MPNET_BASE.name)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "make embed MODEL=all-mpnet-base-v2" in refused.stderr
+    for extra in ((), ("--retriever", "bm25")):
+        answered = query(*extra)
+        assert answered.returncode == 0, answered.stderr
+        assert '"rtp"' in answered.stdout and '"hits"' in answered.stdout

@@ -582,31 +582,68 @@ def coupling_gains(report: dict, k: int = 5) -> go.Figure:
 RETRIEVER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")
 
 
-def retriever_axis(table: pd.DataFrame) -> go.Figure:
-    """PtR - RtP per subset (bars, 95% intervals), one bar per retriever, one panel per discovery system: whether
-    PtR's multi-tool gain holds under each retriever. Subsets are categories, so bars, not lines."""
+def retriever_axis(table: pd.DataFrame, paper: pd.DataFrame | None = None) -> go.Figure:
+    """PtR - RtP per subset (bars, 95% intervals), one bar per retriever, one panel per discovery system, and the
+    paper's two systems under gte-base in panels of their own (open bars: point figures, no interval): whether PtR's
+    multi-tool gain holds under each retriever. Subsets are categories, so bars, not lines."""
     title = "PtR − RtP recall@5 per retriever (the same stubs under each)"
     if table.empty:
         return empty(title, "No retriever-axis runs yet: `make embed`, then `python -m core bench retrievers`.")
-    models = list(dict.fromkeys(table["model"]))
+    both = pd.concat([table, paper]) if paper is not None and len(paper) else table
+    models = list(dict.fromkeys(both["model"]))
     retrievers = list(dict.fromkeys(table.sort_values("source")["retriever"]))
+    colors = {r: RETRIEVER_COLORS[j % len(RETRIEVER_COLORS)] for j, r in enumerate(retrievers)}
     rows, cols = _grid(len(models), 2)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[plot_text(m, 60) for m in models], shared_yaxes=True)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[plot_text(m, 60) for m in models], shared_yaxes=True,
+                        vertical_spacing=0.5 / max(rows, 1) if rows > 1 else 0.3)
+    shown: set[str] = set()
     for i, model in enumerate(models):
         r, c = divmod(i, cols)
-        for j, retriever in enumerate(retrievers):
-            part = table[(table["model"] == model) & (table["retriever"] == retriever)]
-            if part.empty:
-                continue
+        for retriever in dict.fromkeys(both[both["model"] == model]["retriever"]):
+            part = both[(both["model"] == model) & (both["retriever"] == retriever)]
             part = part.set_index("subset").reindex(subset_order(part["subset"])).reset_index()
             name = plot_text(retriever.split("/")[-1], 60)
+            is_paper = bool((part["source"] == "paper").all())
+            color = "#7f7f7f" if is_paper else colors[retriever]
             fig.add_trace(go.Bar(
-                x=part["subset"], y=part["ptr_minus_rtp"], name=name, legendgroup=retriever, showlegend=i == 0,
-                marker={"color": RETRIEVER_COLORS[j % len(RETRIEVER_COLORS)]},
-                error_y={"type": "data", "symmetric": False, "visible": True,
+                x=part["subset"], y=part["ptr_minus_rtp"], name=name, legendgroup=retriever,
+                showlegend=retriever not in shown,
+                marker={"color": "rgba(0,0,0,0)" if is_paper else color, "line": {"color": color, "width": 2}},
+                error_y={"type": "data", "symmetric": False, "visible": not is_paper,
                          "array": (part["ptr_high"] - part["ptr_minus_rtp"]).fillna(0.0),
                          "arrayminus": (part["ptr_minus_rtp"] - part["ptr_low"]).fillna(0.0)},
                 hovertemplate=name + " %{x}<br>PtR − RtP %{y:+.3f}<extra></extra>"), row=r + 1, col=c + 1)
+            shown.add(retriever)
     fig.add_hline(y=0, line={"color": "#999", "width": 1})
+    fig.update_yaxes(title_text="PtR − RtP", col=1)
     fig.update_layout(barmode="group")
     return _layout(fig, title, 200 + 300 * rows, legend_below=True)
+
+
+def retriever_ksweep(table: pd.DataFrame, model: str) -> go.Figure:
+    """Recall vs k per instruction subset for one discovery system: a colour per retriever, PtR solid and RtP dashed,
+    so that where PtR's line leaves RtP's reads at every k and under every retriever."""
+    title = f"recall vs k per retriever: {plot_text(model, 60)}'s stubs"
+    part = table[(table["model"] == model) & table["arch"].isin(PAPER_ARCHS)]
+    if part.empty:
+        return empty(title, "No retriever-axis k sweep for this system yet: `python -m core bench retrievers`.")
+    order = subset_order(part["subset"])
+    retrievers = list(dict.fromkeys(part.sort_values("source", kind="stable")["retriever"]))
+    fig = make_subplots(rows=1, cols=len(order), subplot_titles=order, shared_yaxes=True)
+    for i, subset in enumerate(order):
+        for j, retriever in enumerate(retrievers):
+            for arch in PAPER_ARCHS:
+                line = part[(part["subset"] == subset) & (part["retriever"] == retriever)
+                            & (part["arch"] == arch)].sort_values("k")
+                if line.empty:
+                    continue
+                name = f"{ARCH_NAMES[arch]} · {plot_text(retriever.split('/')[-1], 40)}"
+                fig.add_trace(go.Scatter(
+                    x=line["k"], y=line["recall"], name=name, legendgroup=name, showlegend=i == 0,
+                    mode="lines+markers", line={"color": RETRIEVER_COLORS[j % len(RETRIEVER_COLORS)],
+                                                "dash": "solid" if arch == "ptr" else "dash"},
+                    hovertemplate=subset + " k=%{x}<br>" + name + " %{y:.3f}<extra></extra>"), row=1, col=i + 1)
+    fig.update_xaxes(title="k", type="log", tickvals=[1, 3, 5, 10, 20])
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(title_text="recall", col=1)
+    return _layout(fig, title, 480, legend_below=True)

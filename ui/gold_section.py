@@ -71,6 +71,9 @@ def gold_section(text: str, result: QueryOutcome, query: Query | None, gold_def:
             st.dataframe(both_golds_frame(query, result, k), hide_index=True, width="stretch")
             if retriever is None:
                 st.caption("The ranks beyond the top k appear here once the index has loaded.")
+            elif retriever.lexical:
+                st.caption("The trace of each gold API's rank 100 deep, with its cosines, is the embedding's: pick "
+                           "an embedding model above to see it (BM25 gives no cosine).")
             else:
                 trace_table(text, result, gold, k, retriever)
         diff_columns(result)

@@ -1,12 +1,12 @@
 """The Inspector's view as URL parameters, and pure helpers over a query's result (core.study.query_result).
 
-A view is a query (free text `q`, or a benchmark query `qid` like `G1_instruction:577`), `k` and
-the LLM `backend`. Parsing never raises: a bad parameter becomes a message and a default, so a
+A view is a query (free text `q`, or a benchmark query `qid` like `G1_instruction:577`), `k`, the
+LLM `backend` and the `retriever` (absent: the studies' own). Parsing never raises: a bad parameter becomes a message and a default, so a
 hand-edited or truncated link still opens a page.
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,7 @@ class View:
     qid: tuple[str, int] | None = None
     k: int = 5
     backend: str | None = None
+    retriever: str | None = None  # None: the studies' own (EMBEDDING_MODEL)
 
     def params(self) -> dict[str, str]:
         """The URL parameters that reproduce this view (q only when no benchmark query is chosen)."""
@@ -39,6 +40,8 @@ class View:
         out["k"] = str(self.k)
         if self.backend:
             out["backend"] = self.backend
+        if self.retriever:
+            out["retriever"] = self.retriever
         return out
 
 
@@ -53,8 +56,10 @@ def parse_qid(text: str) -> tuple[str, int] | None:
         return None
 
 
-def parse_view(params: Mapping[str, str], default_k: int, backends: Collection[str]) -> tuple[View, list[str]]:
-    """(view, messages) from URL parameters; each unusable parameter adds a message and is ignored."""
+def parse_view(params: Mapping[str, str], default_k: int, backends: Collection[str],
+               retrievers: Sequence[str] = ()) -> tuple[View, list[str]]:
+    """(view, messages) from URL parameters; each unusable parameter adds a message and is ignored. `retrievers`:
+    the pickable ones, the studies' own first (core.embedding_models.retriever_names)."""
     messages: list[str] = []
     qid = None
     if params.get("qid"):
@@ -77,7 +82,14 @@ def parse_view(params: Mapping[str, str], default_k: int, backends: Collection[s
         messages.append(f"The link asks for the LLM backend {backend[:40]!r}, which is not configured here "
                         f"(available: {', '.join(backends)}).")
         backend = None
-    return View(params.get("q", "") if qid is None else "", qid, k, backend), messages
+    retriever = params.get("retriever") or None
+    if retriever is not None and retriever not in retrievers:
+        messages.append(f"The link asks for the retriever {retriever[:60]!r}, which is not declared here (declared: "
+                        f"{', '.join(retrievers)}); using {retrievers[0] if retrievers else 'the default'}.")
+        retriever = None
+    if retrievers and retriever == retrievers[0]:
+        retriever = None
+    return View(params.get("q", "") if qid is None else "", qid, k, backend, retriever), messages
 
 
 def metrics_frame(result: QueryOutcome, gold: frozenset[ApiKey], k: int) -> pd.DataFrame:

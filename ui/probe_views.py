@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import streamlit as st
 
 from core.analysis.model_size import describe as describe_study
 from core.data.toolbench import Api, ApiKey, Query, display_name
-from core.retrieval.archs import arch
+from core.retrieval.archs import WrittenStubs, arch
 from core.retrieval.discovery import Retriever
+from core.retrieval.memo import memoised
 from core.retrieval.records import Stub
 from core.study.edited_stubs import (EDITED, MAX_PARAM_CHARS, EditDiff, StubsError, check_stubs, edit_diff,
                                      from_param, search_edited, to_param)
@@ -99,10 +100,39 @@ def difference_table(columns: dict[str, ArchResult], gold: Collection[ApiKey]) -
     return sorted(rows, key=lambda row: (not row["gold"], sum(r is None for r in list(row.values())[2:])))
 
 
+def searched_again(stored: Sequence[StoredSystem], query: Query, k: int, gold: Collection[ApiKey],
+                   retriever: Retriever) -> list[StoredSystem]:
+    """Each stored system's stubs searched by another retriever, as the retriever-axis study searches them (a
+    fallback's raw query too): RtP once, PtR and the hybrid per system. No LLM call, so no plan: the stored plans were
+    made over the studies' retriever's hits."""
+    retriever = memoised(retriever)
+    rtp = ArchResult.of("rtp", arch("rtp").retrieve(query.query, None, k, retriever), gold=gold)
+    out = []
+    for system in stored:
+        block = system.outcome.get("ptr") if system.outcome is not None else None
+        if block is None or block.writing is None:
+            out.append(StoredSystem(system.system, system.label, None))
+            continue
+        written = WrittenStubs((Stub(query.query),), True) if block.writing.fallback else WrittenStubs(
+            block.writing.stubs)
+        blocks = [rtp, *(replace(ArchResult.of(name, arch(name).retrieve(query.query, written, k, retriever),
+                                               gold=gold), writing=block.writing if name == "ptr" else None,
+                                 backend_label=system.label) for name in ("ptr", "hybrid"))]
+        out.append(StoredSystem(system.system, system.label, QueryOutcome(k, tuple(blocks), query.query,
+                                                                          query.subset, query.query_id)))
+    return out
+
+
 def every_stored_system(settings: Settings, systems: Sequence[str], query: Query, k: int,
-                        gold: Collection[ApiKey], lookup: Callable[[ApiKey], Api | None]) -> list[StoredSystem]:
-    """The side-by-side view of a stored benchmark query (columns, differences, gold no system found)."""
+                        gold: Collection[ApiKey], lookup: Callable[[ApiKey], Api | None],
+                        retriever: Retriever | None = None) -> list[StoredSystem]:
+    """The side-by-side view of a stored benchmark query (columns, differences, gold no system found); with
+    `retriever` (another than the studies'), each system's stored stubs searched by it instead (searched_again)."""
     stored = stored_systems(settings, systems, query, k, gold)
+    if retriever is not None:
+        stored = searched_again(stored, query, k, gold, retriever)
+        st.caption("Each system's stored stubs, searched again by this retriever (as the retriever-axis study does): "
+                   "no LLM call, so no plans; the stored ones were made over the studies' retriever's hits.")
     rtp = next((s.outcome.get("rtp") for s in stored if s.outcome is not None and s.outcome.get("rtp")), None)
     if rtp is None and not any(s.outcome for s in stored):
         st.info(f"No stored system holds this query at k = {k}; pick another k, or run it live.",

@@ -248,8 +248,8 @@ def plan_view(plan: Plan | None, stage: str = "The planner") -> None:
 
 def score_line(block: ArchResult, k: int, tail: str) -> str:
     """One architecture's numbers: recall@k and precision@k when gold is known (a benchmark query), top-1
-    cosine, then `tail`."""
-    numbers = [f"top-1 cosine **{_fmt(block.top1_score)}**", tail]
+    score (a cosine, or BM25's), then `tail`."""
+    numbers = [f"top-1 {block.score_name} **{_fmt(block.top1_score)}**", tail]
     if block.gold is not None:
         numbers.insert(0, f"recall@{k} **{_fmt(block.gold.recall, 2)}** · precision@{k} "
                           f"**{_fmt(block.gold.precision, 2)}**")

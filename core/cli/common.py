@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from core.progress import progress_callback
 from core.backends import BACKENDS
+from core.embedding_models import EMBEDDING_MODELS, LEXICAL, declared_embedding_model
 from core.retrieval.discovery import QueryError, check_k
 from core.registries import REGISTRY_LIST, registries
 from core.settings import BOUNDS, PROJECT_ROOT, Settings, folder_problem
@@ -147,18 +148,28 @@ def sqlite_damage(path: Path) -> str | None:
     return None if verdict == "ok" else " ".join(verdict.replace("*** in database main ***", "").split())
 
 
-def add_common(parser: argparse.ArgumentParser, backend: bool = False) -> None:
+def add_common(parser: argparse.ArgumentParser, backend: bool = False, retriever: bool = False) -> None:
     parser.add_argument("--registry", help="registry: " + "; ".join(f"{r.name} ({r.caption})" for r in REGISTRY_LIST)
                         + "; or one imported with `registry add` (registry list)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     if backend:
         parser.add_argument("--backend", choices=BACKENDS, help="LLM backend (default: LLM_BACKEND or offline)")
         parser.add_argument("--no-cache", action="store_true", help="bypass the LLM call cache")
+    if retriever:
+        parser.add_argument("--retriever", help="what searches: a declared embedding model ("
+                            + ", ".join(EMBEDDING_MODELS) + f") or {LEXICAL} (default: EMBEDDING_MODEL; `make embed "
+                            "MODEL=<name>` installs a model)")
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
-    """The environment's settings with --registry and --backend applied (a backend's default model too)."""
+    """The environment's settings with --registry, --backend and --retriever applied (a backend's default model
+    too)."""
     env = dict(os.environ)
+    if getattr(args, "retriever", None):
+        if args.retriever != LEXICAL and declared_embedding_model(args.retriever) is None:
+            raise UsageError(f"--retriever must be one of {', '.join([*EMBEDDING_MODELS, LEXICAL])}, not "
+                             f"{args.retriever[:60]!r}")
+        env["EMBEDDING_MODEL"] = args.retriever
     if getattr(args, "backend", None):
         env["LLM_BACKEND"] = args.backend
     if getattr(args, "registry", None):

@@ -240,7 +240,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p.add_argument("--k", type=k_value, default=5,
                    help=f"APIs to retrieve (default 5, at most {BOUNDS['k'].high:g})")
     add_probe_options(p)
-    add_common(p, backend=True)
+    add_common(p, backend=True, retriever=True)
     handlers["query"] = cmd_query
 
     p = sub.add_parser("eval", help="recall/precision@k of one architecture on one subset",

@@ -140,7 +140,8 @@ def discover(arch: Arch, texts: Sequence[str], written: Sequence[Written | None]
         for k in ks:
             depth = arch.depth(k)
             merged, width = merge_stub_hits([(flat[i].label, scores[i, :depth], rows[i, :depth]) for i in block], k)
-            out[k].append(Discovery(arch.name, k, retriever.merged_hits(merged), stubs, width, seconds, top1))
+            out[k].append(Discovery(arch.name, k, retriever.merged_hits(merged), stubs, width, seconds, top1,
+                                     retriever.score_name))
     return out
 
 

@@ -92,6 +92,7 @@ class Discovery:
     search_width: int = 0
     latency_s: float = 0.0
     top1: tuple[tuple[int, float], ...] = field(default=(), compare=False)  # each search's own best (row, cosine)
+    score_name: str = "cosine"  # what the scores are: Retriever.score_name
 
     @property
     def top1_score(self) -> float | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
 import shutil
 import zipfile
@@ -212,6 +213,15 @@ def installed_folder(spec: EmbeddingModelSpec, cache_dir: Path | None = None) ->
                                 "(it downloads and checks it, then builds its index).")
     verify(spec, folder)
     return folder
+
+
+def is_installed(spec: EmbeddingModelSpec, cache_dir: Path | None = None) -> bool:
+    """Whether `spec`'s weights are where installed_folder looks, by name and size only (no sha256: a picker asks
+    this on every rerun; loading checks the hash)."""
+    if spec.source == "package":
+        return importlib.util.find_spec(spec.package.replace("-", "_")) is not None
+    path = models_dir(cache_dir) / spec.name / spec.weights
+    return path.is_file() and path.stat().st_size == spec.size
 
 
 def install(spec: EmbeddingModelSpec, cache_dir: Path | None = None) -> Path:

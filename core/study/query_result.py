@@ -110,6 +110,7 @@ class ArchResult:
     backend_label: str | None = None
     rtp_overlap: int | None = None  # stored PtR rows: how its top k relates to RtP's
     same_as_rtp: bool | None = None
+    score_name: str = "cosine"  # what top1_score and the hits' scores are (BM25's are sums, not cosines)
 
     @classmethod
     def of(cls, arch: str, found: Discovery, plan: Plan | None = None, gold: Collection[ApiKey] | None = None,
@@ -121,7 +122,7 @@ class ArchResult:
                    None if gold is None else GoldMarks.of(found.keys, gold, found.k),
                    plan=None if plan is None else _as_shown(plan),
                    writing=None if written is None else StubWriting.of(written),
-                   backend_label=None if written is None else written.label)
+                   backend_label=None if written is None else written.label, score_name=found.score_name)
 
     @classmethod
     def stored(cls, row: QueryResult, run: Mapping[str, Any], hits: Sequence[Mapping[str, Any]]) -> ArchResult:
@@ -154,7 +155,8 @@ class ArchResult:
         return cls(arch, hits, block.get("top1_score"),
                    block.get("search_width", 0), block.get("latency_s"), GoldMarks.from_json(block, _unsuffixed),
                    tuple((name, marks) for name, marks in others if marks is not None), plan, writing,
-                   block.get("backend_label"), block.get("rtp_overlap"), block.get("same_as_rtp"))
+                   block.get("backend_label"), block.get("rtp_overlap"), block.get("same_as_rtp"),
+                   block.get("score_name", "cosine"))
 
     @property
     def keys(self) -> list[ApiKey]:
@@ -200,6 +202,8 @@ class ArchResult:
         marks = self._marks()
         hits = [{**hit.to_json(), **{name("gold"): m.flags[i] for name, m in marks}} for i, hit in enumerate(self.hits)]
         out: dict[str, Any] = {"hits": hits, "top1_score": self.top1_score, "search_width": self.search_width}
+        if self.score_name != "cosine":
+            out["score_name"] = self.score_name
         if self.latency_s is not None:
             out["latency_s"] = self.latency_s
         for name, m in marks:
