@@ -75,7 +75,9 @@ def test_rows_hold_scores_for_both_golds_hits_stubs_and_plans(db_url: str) -> No
     run_main(bench_context(store, retriever, queries, commit="x"), runs=1, k=5, concurrency=1, agents_for=fake_agents())
     by_uid = {q.uid: q for q in queries}
     expected = dict(zip((q.uid for q in queries), discover(arch("rtp"), [q.query for q in queries], None, [5], retriever)[5]))
-    for row in rows_of(store, arch="rtp"):
+    rtp_rows, ptr_rows = rows_of(store, arch="rtp"), rows_of(store, arch="ptr")
+    assert sorted(r.query_uid for r in rtp_rows) == sorted(r.query_uid for r in ptr_rows) == sorted(by_uid)
+    for row in rtp_rows:
         q = by_uid[row.query_uid]
         keys = expected[q.uid].keys
         assert row.recall_api_list == score_query(q, keys, "api_list", 5).recall
@@ -88,7 +90,7 @@ def test_rows_hold_scores_for_both_golds_hits_stubs_and_plans(db_url: str) -> No
         assert row.plan_refusal == (row.plan["refusal"] is not None) and row.plan_fidelity == 1.0
         assert row.plan_pass_api_list == (row.plan["refusal"] is None
                                           and any(tuple(m) in q.gold("api_list") for m in row.plan_matched))
-    for row in rows_of(store, arch="ptr"):
+    for row in ptr_rows:
         q = by_uid[row.query_uid]
         stubs = FakeStubWriter().write(q.query).stubs
         found = arch("ptr").retrieve(q.query, WrittenStubs(stubs), 5, retriever)
@@ -331,9 +333,13 @@ def test_hybrid_reuses_stored_stubs_adds_the_query_and_resumes(db_url: str) -> N
     # finished runs are skipped
     assert run_hybrid(bench_context(store, retriever, queries, commit="x", resume=True)) == []
     by_uid = {q.uid: q for q in queries}
-    for run in (r for r in runs if r.spec.run_index == 0):  # hits are kept for run index 0
+    first = [r for r in runs if r.spec.run_index == 0]
+    assert len(first) == 2  # one per subset
+    for run in first:  # hits are kept for run index 0
         source = {row["query_uid"]: row["stubs"] for row in store.results(run.spec.source_run_id, ("query_uid", "stubs"))}
-        for row in store.results(run.id, ("query_uid", "hits")):
+        rows = store.results(run.id, ("query_uid", "hits"))
+        assert len(rows) == 6 and all(row["hits"] for row in rows)
+        for row in rows:
             written = [Stub(s["name"], s["reasoning"]) for s in source[row["query_uid"]]]
             expected = hybrid_of(by_uid[row["query_uid"]].query, written, 5, retriever)
             assert [(h["tool_name"], h["api_name"]) for h in row["hits"]] == expected.keys

@@ -1,8 +1,12 @@
 """The offline splitter: clause splitting, context dropping, naming, and behaviour on the real queries."""
 from __future__ import annotations
 
+import json
+import os
 import re
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +14,7 @@ import pytest
 from core.agents.offline_split import SubRequest, split_subrequests
 from core.backends import OFFLINE_LABEL
 from core.data.toolbench import load_queries
+from core.settings import PROJECT_ROOT
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 LONDON = "I'm planning a trip to London: find hotels, check the currency rate and look up my IP."
@@ -152,6 +157,24 @@ def test_multi_tool_queries_split_into_more_parts(real_splits: dict[str, list[li
         assert mean[multi] > 1.3
 
 
-def test_deterministic_on_real_queries(real_data: Path) -> None:
+SPLIT_IN_A_PROCESS = """
+import json, sys
+from core.agents.offline_split import split_subrequests
+from core.data.toolbench import load_queries
+from pathlib import Path
+queries = [q.query for q in load_queries(Path(sys.argv[1]))[::7]]
+print(json.dumps([[(p.name, p.text) for p in split_subrequests(q)] for q in queries]))
+"""
+
+
+def test_deterministic_on_real_queries_across_processes_and_hash_seeds(real_data: Path) -> None:
+    """The same splits in two fresh processes with different string-hash seeds as in this one: no set or dict
+    order, no state left from an earlier call, decides a split (the heuristic's stubs are stored and compared)."""
     queries = [q.query for q in load_queries(real_data)[::7]]
-    assert [split_subrequests(q) for q in queries] == [split_subrequests(q) for q in queries]
+    here = [[[p.name, p.text] for p in split_subrequests(q)] for q in queries]
+    assert len(here) > 100 and any(len(parts) > 1 for parts in here)
+    for seed in ("1", "4242"):
+        done = subprocess.run([sys.executable, "-c", SPLIT_IN_A_PROCESS, str(real_data)], cwd=PROJECT_ROOT,
+                              env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == here, f"PYTHONHASHSEED={seed} split differently"
