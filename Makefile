@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test docs llm embed index index-artifact bench results results-local results-models results-registries perf clean-cache
+.PHONY: setup run test test-fast lint docs llm embed index index-artifact bench results results-local results-models results-registries perf clean-cache
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,20 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py
 
+# The whole suite; extra pytest arguments through PYTEST_ARGS, e.g. make test PYTEST_ARGS=--durations=15
+PYTEST_ARGS ?=
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The part of the suite that finishes in under a minute on 2 cores, by marker (pyproject.toml): no Chromium, no
+# llama.cpp model, no PostgreSQL server, no Streamlit pages, no child processes, nothing slow (the real embedding
+# model or data, real timeouts). CI runs everything (make test).
+FAST_MARKERS := not slow and not browser and not llm and not postgres and not pages and not subprocess
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
 
 # docs/ARCHITECTURE.md's module inventory, regenerated from the code (tests/test_architecture.py fails when it
 # is stale): after adding, removing or moving a module, or changing a docstring's first sentence.

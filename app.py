@@ -49,7 +49,7 @@ def start_results_unpack() -> None:
     def unpack() -> None:
         try:
             readable(base_settings().results_url)
-        except Exception:  # noqa: BLE001 - the page's own call (or its settings check) reports it in one line
+        except Exception:  # the page's own call (or its settings check) reports it in one line
             pass
 
     threading.Thread(target=unpack, name="results-unpack", daemon=True).start()
@@ -103,7 +103,8 @@ with st.sidebar:
               help="How many APIs each architecture retrieves.")
     st.selectbox("Study", [LATEST_STUDY, *stored_studies(current_settings())], key="study", bind="query-params",
                  help=f"Which stored study the results pages show; {LATEST_STUDY}: {DEFAULT_STUDY_RULE}.")
-    st.caption(f"LLM backend: **{md(settings.backend_label, 80)}**  \nEmbedding model: {md(settings.embedding_model, 80)}")
+    st.caption(f"LLM backend: **{md(settings.backend_label, 80)}**  \n"
+               f"Embedding model: {md(settings.embedding_model, 80)}")
 
 settings = current_settings()
 try:

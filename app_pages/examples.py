@@ -78,4 +78,5 @@ download_buttons(rows.drop(columns=["inspect"]), f"examples_{gold}_k{k}", proven
 selected = picked.selection.rows if picked else []
 if selected:
     row = rows.iloc[selected[0]]
-    st.switch_page("app_pages/inspector.py", query_params={"qid": f"{row['subset']}:{int(row['query_id'])}", "k": str(k)})
+    st.switch_page("app_pages/inspector.py",
+                   query_params={"qid": f"{row['subset']}:{int(row['query_id'])}", "k": str(k)})

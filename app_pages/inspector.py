@@ -172,7 +172,7 @@ if query is not None and own_retriever and state.get("insp_live") != view_key:
     try:
         if results(settings).available():
             result = results(settings).query_detail(query.subset, query.query_id, k=k, backend=chosen_study())
-    except Exception as exc:  # noqa: BLE001 - a broken database falls back to live computation
+    except Exception as exc:  # a broken database falls back to live computation
         st.caption(f"Stored outputs unavailable ({md(exc, 200)}); computing live.")
 stored = result is not None
 if stored:
@@ -205,7 +205,7 @@ if not stored:
         try:
             result = run_query(text, k, retriever, run_settings.with_(embedding_model=search.embedding_model),
                                columns.emit)
-        except Exception as exc:  # noqa: BLE001 - an LLM or planner failure must not hide RtP
+        except Exception as exc:  # an LLM or planner failure must not hide RtP
             failure = f"PtR and the planners failed: {exc}"
             kept = tuple(b for b in columns.result.blocks if not arch(b.arch).needs_stubs)  # what needs no LLM
             result = QueryOutcome(k, kept, text)
@@ -254,7 +254,8 @@ with actions:
     if len(text) <= MAX_URL_QUERY:
         st.page_link("app_pages/registry.py", label="Show on the embedding map", icon=":material/scatter_plot:",
                      query_params={"q": text})
-    live_source = {"computed": "live", "backend_label": run_settings.backend_label, "llm_backend": run_settings.llm_backend,
+    live_source = {"computed": "live", "backend_label": run_settings.backend_label,
+                   "llm_backend": run_settings.llm_backend,
                    "llm_model": run_settings.llm_model, "embedding_model": search.embedding_model,
                    "registry": settings.registry, "gold": gold_def if gold is not None else None, "k": k,
                    "commit": commit()[:10]}

@@ -107,7 +107,7 @@ if query.strip():
         overlay = map_overlay(inspect_live(query, k, retriever, settings), retriever, projection)
     except QueryError as exc:
         st.warning(md(exc, 300))
-    except Exception as exc:  # noqa: BLE001 - an LLM failure leaves the map itself usable
+    except Exception as exc:  # an LLM failure leaves the map itself usable
         error(f"Could not place the query: {exc}", settings)
 st.plotly_chart(figures.embedding_map(background, overlay), width="stretch")
 st.caption(f"PCA of {len(background):,} sampled registry vectors, coloured by category (the largest "

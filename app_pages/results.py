@@ -291,7 +291,8 @@ def planner_tab() -> None:
                   for name, text in tables.PLANNER_DEFINITIONS.items()}
         st.dataframe(trajectory, hide_index=True, width="stretch", column_config=config)
         with st.expander("What each column measures", expanded=True):
-            st.markdown("\n".join(f"- **{name}**: {md(text, 300)}" for name, text in tables.PLANNER_DEFINITIONS.items()))
+            st.markdown("\n".join(f"- **{name}**: {md(text, 300)}"
+                                  for name, text in tables.PLANNER_DEFINITIONS.items()))
         st.caption("Paper: fidelity ≥ 0.96; selection rate RtP 0.21–0.27, PtR 0.27–0.29; wrong-tool rate on complete "
                    "misses 0.70; planner Jaccard G1 0.40, G3 0.28.")
         download_buttons(trajectory, f"trajectory_{gold}", source)
@@ -382,8 +383,8 @@ def retrievers_tab() -> None:
 
 
 TABS = {"Main table": main_tab, "k sweep": ksweep_tab, "Scaling": scaling_tab, "Per query": per_query_tab,
-        "Beyond the paper": beyond_tab, "Leaderboard": leaderboard_tab, "Model size": model_size_tab, "Token cost": cost_tab, "Planner": planner_tab,
-        "Retrievers": retrievers_tab, "Runs": runs_tab}
+        "Beyond the paper": beyond_tab, "Leaderboard": leaderboard_tab, "Model size": model_size_tab,
+        "Token cost": cost_tab, "Planner": planner_tab, "Retrievers": retrievers_tab, "Runs": runs_tab}
 STUDY_TABS = {"main": "Main table", "ksweep": "k sweep", "scaling": "Scaling", "hybrid": "Beyond the paper",
               "distractors": "Scaling", "retrievers": "Retrievers"}
 TABS.update({s.name: study_tab(s) for s in catalog.STUDIES if s.name not in STUDY_TABS})

@@ -92,6 +92,7 @@ if isinstance(losses, pd.DataFrame):
 show(losses, "brand_name_losses", "No such queries in this selection.", "relevant")
 
 st.subheader("Decomposition wins")
-st.caption(f"PtR recall above RtP's with two or more stubs: splitting the request found what the whole missed (gold = {gold}).")
-show(safe_read(settings, ResultsReader.decomposition_wins, subset_filter, gold=gold, backend=study), "decomposition_wins",
-     "No such queries in this selection.")
+st.caption("PtR recall above RtP's with two or more stubs: splitting the request found what the whole missed "
+           f"(gold = {gold}).")
+show(safe_read(settings, ResultsReader.decomposition_wins, subset_filter, gold=gold, backend=study),
+     "decomposition_wins", "No such queries in this selection.")

@@ -195,7 +195,8 @@ def local_inspector(n: int) -> dict:
 
     label = "Planner (local gemma-3-270m-q4_k_m)"
     ptr_s, both_s = [], []
-    with tempfile.TemporaryDirectory() as cache, streamlit_server({"LLM_BACKEND": "local", "CACHE_DIR": cache}) as url, \
+    with tempfile.TemporaryDirectory() as cache, \
+            streamlit_server({"LLM_BACKEND": "local", "CACHE_DIR": cache}) as url, \
             sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -233,7 +234,8 @@ def profile_summary(root: Path, top: int = 20) -> dict:
                       f":{line}({func})") for (file, line, func), (_, _, _, cum, _) in stats.stats.items()
                 if (file.startswith(str(ROOT)) and "/.venv/" not in file) or file.endswith("/__init__.py")]
         out[server.name] = {"runs": [r.stem for r in runs],
-                            "first_run_top": [f"{cum:.2f} s {where}" for cum, where in sorted(rows, reverse=True)[:top]]}
+                            "first_run_top": [f"{cum:.2f} s {where}"
+                                              for cum, where in sorted(rows, reverse=True)[:top]]}
     return out
 
 

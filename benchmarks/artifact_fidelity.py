@@ -22,14 +22,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.retrieval.embedding import cache_key, load_cached  # noqa: E402
-from core.retrieval.index import VectorIndex  # noqa: E402
-from core.retrieval.artifact import artifact_name, decode_payload, encode_payload  # noqa: E402
-from core.retrieval.assemble import load_encoder  # noqa: E402
+from core.retrieval.embedding import cache_key, load_cached
+from core.retrieval.index import VectorIndex
+from core.retrieval.artifact import artifact_name, decode_payload, encode_payload
+from core.retrieval.assemble import load_encoder
 from core.data.loaders import queries_for, registry_for
-from core.evaluation.metrics import recall_at_k  # noqa: E402
-from core.settings import Settings  # noqa: E402
-from core.data.toolbench import subset_order  # noqa: E402
+from core.evaluation.metrics import recall_at_k
+from core.settings import Settings
+from core.data.toolbench import subset_order
 
 K = 5
 

@@ -1,4 +1,5 @@
-"""Does llama.cpp give a token the same logits in a batch as alone? The premise of exact speculative decoding (issue 34).
+"""Does llama.cpp give a token the same logits in a batch as alone? The premise of exact speculative decoding
+(issue 34).
 
     nice -n 10 .venv/bin/python benchmarks/batch_invariance.py [--model NAME|all] [--json]
 
@@ -22,11 +23,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import llama_cpp  # noqa: E402
+import llama_cpp
 
-from core.agents.llm import local_llama  # noqa: E402
-from core.agents.llm.local_model import installed_models, resolve_local_model  # noqa: E402
-from core.settings import Settings  # noqa: E402
+from core.agents.llm import local_llama
+from core.agents.llm.local_model import installed_models, resolve_local_model
+from core.settings import Settings
 
 CONFIGS = {"standard": {}, "flash": {"flash_attn": True}, "standard, no repack": {"repack": False},
            "flash, no repack": {"flash_attn": True, "repack": False}, "micro-batches of 1": {"n_ubatch": 1}}
@@ -82,7 +83,7 @@ def differences(instance: local_llama._Instance, repeats: int) -> dict[int, list
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--model", default="all")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

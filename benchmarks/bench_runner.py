@@ -18,18 +18,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.retrieval.memo import memoised  # noqa: E402
-from core.settings import Settings  # noqa: E402
-from core.study.catalog import BenchContext  # noqa: E402
-from core.study.main_study import run_main  # noqa: E402
-from core.agents.factory import Agents  # noqa: E402
-from core.agents.llm import LLMResponse, Usage  # noqa: E402
-from core.agents.planner import LLMPlanner  # noqa: E402
-from core.agents.prompts import DISCOVERY_SCHEMA  # noqa: E402
-from core.store.store import Store  # noqa: E402
-from core.agents.stubs import LLMStubWriter  # noqa: E402
-from core.data.toolbench import Query  # noqa: E402
-from benchmarks.fakes import QUERY_SPECS, make_retriever  # noqa: E402
+from core.retrieval.memo import memoised
+from core.settings import Settings
+from core.study.catalog import BenchContext
+from core.study.main_study import run_main
+from core.agents.factory import Agents
+from core.agents.llm import LLMResponse, Usage
+from core.agents.planner import LLMPlanner
+from core.agents.prompts import DISCOVERY_SCHEMA
+from core.store.store import Store
+from core.agents.stubs import LLMStubWriter
+from core.data.toolbench import Query
+from benchmarks.fakes import QUERY_SPECS, make_retriever
 
 TARGET_RATIO = 1.25
 

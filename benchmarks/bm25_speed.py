@@ -20,13 +20,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.data.loaders import queries_for, registry_for  # noqa: E402
-from core.retrieval.archs import arch  # noqa: E402
-from core.retrieval.assemble import build_retriever  # noqa: E402
-from core.retrieval.discovery import Retriever, clean_query  # noqa: E402
-from core.retrieval.lexical import bm25_retriever  # noqa: E402
-from core.settings import Settings  # noqa: E402
-from core.study.evaluate import evaluate_subset  # noqa: E402
+from core.data.loaders import queries_for, registry_for
+from core.retrieval.archs import arch
+from core.retrieval.assemble import build_retriever
+from core.retrieval.discovery import Retriever, clean_query
+from core.retrieval.lexical import bm25_retriever
+from core.settings import Settings
+from core.study.evaluate import evaluate_subset
 
 GOAL_P50_S = 0.005
 

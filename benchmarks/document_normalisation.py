@@ -20,10 +20,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.data.loaders import queries_for  # noqa: E402
-from core.data.text import normalise  # noqa: E402
-from core.retrieval.assemble import build_retriever, load_reference_encoder  # noqa: E402
-from core.settings import Settings  # noqa: E402
+from core.data.loaders import queries_for
+from core.data.text import normalise
+from core.retrieval.assemble import build_retriever, load_reference_encoder
+from core.settings import Settings
 
 K = 5
 

@@ -5,10 +5,10 @@ decoding, byte for byte, per installed local model.
 
 The stub prompts of the first `--stubs` test queries (the 1,100 in subset order) and the plan prompts of the first
 `--plans` over their RtP top 5, exactly as the stub writer and the planner build them (the model's prompt style and
-schema), each answered by one client per decoder (the same file and threads; standard or flash attention, with or without
-prompt-lookup drafts), with no call cache. Reports per model, prompt kind and decoder: the replies identical to its
-base's (drafts against the same attention without them, flash against the stored decoder), where they part, output
-tokens/s over the same prompts, the speed-up, and the share of drafted tokens kept.
+schema), each answered by one client per decoder (the same file and threads; standard or flash attention, with or
+without prompt-lookup drafts), with no call cache. Reports per model, prompt kind and decoder: the replies identical
+to its base's (drafts against the same attention without them, flash against the stored decoder), where they part,
+output tokens/s over the same prompts, the speed-up, and the share of drafted tokens kept.
 """
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.agents.factory import make_agents  # noqa: E402
-from core.agents.llm.local_llama import LocalLlamaClient  # noqa: E402
-from core.agents.llm.local_model import installed_models, resolve_local_model  # noqa: E402
-from core.data.loaders import queries_for  # noqa: E402
-from core.local_models import LOCAL_MODELS  # noqa: E402
-from core.retrieval.archs import arch  # noqa: E402
-from core.retrieval.assemble import build_retriever  # noqa: E402
-from core.settings import Settings  # noqa: E402
+from core.agents.factory import make_agents
+from core.agents.llm.local_llama import LocalLlamaClient
+from core.agents.llm.local_model import installed_models, resolve_local_model
+from core.data.loaders import queries_for
+from core.local_models import LOCAL_MODELS
+from core.retrieval.archs import arch
+from core.retrieval.assemble import build_retriever
+from core.settings import Settings
 
 
 def prompts(settings: Settings, retriever, n_stubs: int, n_plans: int) -> dict[str, list[tuple[str, dict]]]:
@@ -107,7 +107,8 @@ def compare(clients: dict[Decoder, LocalLlamaClient], pairs: list[tuple[str, dic
 def _parting(number: int, base: str, mine: str) -> dict:
     """Where two replies part, with 40 characters either side."""
     at = next((i for i, (a, b) in enumerate(zip(base, mine)) if a != b), min(len(base), len(mine)))
-    return {"prompt": number, "at_char": at, "base": base[max(0, at - 40):at + 40], "this": mine[max(0, at - 40):at + 40]}
+    return {"prompt": number, "at_char": at, "base": base[max(0, at - 40):at + 40],
+            "this": mine[max(0, at - 40):at + 40]}
 
 
 def main() -> int:

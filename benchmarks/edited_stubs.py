@@ -23,15 +23,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.agents.stubs import OfflineStubWriter  # noqa: E402
-from core.data.loaders import queries_for  # noqa: E402
-from core.retrieval.archs import baseline  # noqa: E402
-from core.retrieval.assemble import build_retriever  # noqa: E402
-from core.retrieval.discovery import clean_query  # noqa: E402
-from core.retrieval.records import Stub  # noqa: E402
-from core.settings import Settings  # noqa: E402
-from core.study.edited_stubs import search_edited  # noqa: E402
-from core.threads import one_blas_thread  # noqa: E402
+from core.agents.stubs import OfflineStubWriter
+from core.data.loaders import queries_for
+from core.retrieval.archs import baseline
+from core.retrieval.assemble import build_retriever
+from core.retrieval.discovery import clean_query
+from core.retrieval.records import Stub
+from core.settings import Settings
+from core.study.edited_stubs import search_edited
+from core.threads import one_blas_thread
 
 SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
 GOAL_MS = 150.0

@@ -16,12 +16,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.data.loaders import queries_for  # noqa: E402
-from core.data.toolbench import SUBSETS  # noqa: E402
-from core.retrieval.assemble import build_retriever, load_encoder  # noqa: E402
-from core.retrieval.discovery import Retriever  # noqa: E402
-from core.settings import Settings  # noqa: E402
-from core.study.evaluate import evaluate_subset  # noqa: E402
+from core.data.loaders import queries_for
+from core.data.toolbench import SUBSETS
+from core.retrieval.assemble import build_retriever, load_encoder
+from core.retrieval.discovery import Retriever
+from core.settings import Settings
+from core.study.evaluate import evaluate_subset
 
 BOUND = 0.002
 

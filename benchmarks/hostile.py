@@ -485,7 +485,7 @@ def foreign_db(target: Path) -> None:
     with contextlib.closing(sqlite3.connect(target)) as conn:
         conn.execute("PRAGMA journal_mode=DELETE")
         conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
-        conn.executemany("INSERT INTO notes (body) VALUES (?)", [("note %d " % i * 40,) for i in range(400)])
+        conn.executemany("INSERT INTO notes (body) VALUES (?)", [(f"note {i} " * 40,) for i in range(400)])
         conn.execute("DELETE FROM notes WHERE id % 2 = 0")
         conn.commit()
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import hostile as h  # noqa: E402  (round two's harness: Lab, Box, Proc and the verdicts)
-from hostile import CLEAN, LOST, QUERY, TRACEBACK, WRONG, Box, Case, Lab, Outcome, core  # noqa: E402
+import hostile as h  # round two's harness: Lab, Box, Proc and the verdicts
+from hostile import CLEAN, LOST, QUERY, TRACEBACK, WRONG, Box, Case, Lab, Outcome, core
 
 GROUPS = {8: "8 read-only folders", 9: "9 a full disk", 10: "10 wrong-shaped data", 11: "11 foreign archives",
           12: "12 invisible characters"}
@@ -230,13 +230,15 @@ def official(folder: Path, tools: dict[str, object] | None = None, tests: dict[s
         path.write_bytes(value if isinstance(value, bytes) else json.dumps(value).encode())
     (folder / "test_instruction").mkdir()
     for rel, value in tests.items():
-        (folder / "test_instruction" / rel).write_bytes(value if isinstance(value, bytes) else json.dumps(value).encode())
+        (folder / "test_instruction" / rel).write_bytes(value if isinstance(value, bytes)
+                                                        else json.dumps(value).encode())
     return folder
 
 
 QUERY_ARGS = ("query", QUERY, "--json")
 EVAL_ARGS = ("eval", "--arch", "rtp", "--subset", "G1_instruction", "--json")
-LATIN_1 = json.dumps([{"query_id": 1, "query": "caf\u00e9 hotels", "api_list": []}], ensure_ascii=False).encode("latin-1")
+LATIN_1 = json.dumps([{"query_id": 1, "query": "caf\u00e9 hotels", "api_list": []}],
+                     ensure_ascii=False).encode("latin-1")
 SHAPES: dict[str, tuple[dict | None, dict | None, tuple[str, ...], str]] = {
     # name: (tool files, test files (None keeps the good ones), the command, the name the line must say)
     "a tool file that is [1, 2]": ({"Travel/L.json": [1, 2]}, None, QUERY_ARGS, "L.json"),

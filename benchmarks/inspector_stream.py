@@ -20,12 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.agents.llm.local_model import installed_models  # noqa: E402
-from core.data.loaders import queries_for  # noqa: E402
-from core.local_models import LOCAL_MODELS  # noqa: E402
-from core.retrieval.assemble import build_retriever  # noqa: E402
-from core.settings import Settings  # noqa: E402
-from core.study.one_query import PLAN_SCHEDULES, Stage, plan_schedule, run_query, stage_label  # noqa: E402
+from core.agents.llm.local_model import installed_models
+from core.data.loaders import queries_for
+from core.local_models import LOCAL_MODELS
+from core.retrieval.assemble import build_retriever
+from core.settings import Settings
+from core.study.one_query import PLAN_SCHEDULES, Stage, plan_schedule, run_query, stage_label
 
 SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
 GOALS = {"rtp": 1.0, "first_stub": {"qwen2.5-coder-1.5b-instruct-q4_k_m": 4.0},

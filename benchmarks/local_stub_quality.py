@@ -20,15 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.retrieval.archs import WrittenStubs, arch, discover  # noqa: E402
+from core.retrieval.archs import arch, discover
 from core.study.evaluate import aggregate, score_query
-from core.agents.factory import make_agents  # noqa: E402
-from core.retrieval.assemble import build_retriever  # noqa: E402
+from core.agents.factory import make_agents
+from core.retrieval.assemble import build_retriever
 from core.data.loaders import queries_for
-from core.agents.prompts import STYLES  # noqa: E402
-from core.settings import Settings  # noqa: E402
-from core.agents.stubs import OfflineStubWriter  # noqa: E402
-from core.data.toolbench import subset_order  # noqa: E402
+from core.agents.prompts import STYLES
+from core.settings import Settings
+from core.agents.stubs import OfflineStubWriter
+from core.data.toolbench import subset_order
 
 EXAMPLE_NAMES = frozenset(re.findall(r'"name": "([a-z_]+)"', STYLES["completion"].discovery_template.template))
 
@@ -64,7 +64,7 @@ def main() -> int:
     for subset in subset_order({q.subset for q in queries}):
         idx = [i for i, q in enumerate(queries) if q.subset == subset]
 
-        def recall(found) -> float:
+        def recall(found, idx=idx) -> float:  # idx bound: one subset's queries
             return aggregate([score_query(queries[i], found[i].keys, "api_list", 5) for i in idx])["recall"]
 
         report["subsets"][subset] = {

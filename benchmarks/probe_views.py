@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from app_load import CHROMIUM_ARGS, TIMEOUT_MS, settled, streamlit_server  # noqa: E402
+from app_load import CHROMIUM_ARGS, TIMEOUT_MS, settled, streamlit_server
 
 QID = "G2_instruction:15067"  # stored for every system; the 1.5B finds both gold APIs, RtP neither
 STUBS = [["scramble_word", "scramble the word PUZZLE"], ["puzzle_games", "good puzzle games to play"]]

@@ -74,7 +74,7 @@ def rtp_p50_ms(names: list[str], cache: Path, n_queries: int, rounds: int = 5) -
         settings = Settings.from_env({"REGISTRY": name, "CACHE_DIR": str(cache)})
         retrievers[name], _ = build_retriever(settings)
     times: dict[str, list[float]] = {name: [] for name in names}
-    for name, retriever in retrievers.items():  # warm-up
+    for retriever in retrievers.values():  # warm-up
         for text in texts[:5]:
             baseline().retrieve(text, None, 5, retriever)
     for _ in range(rounds):

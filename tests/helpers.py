@@ -13,12 +13,13 @@ import math
 import socket
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 from sqlalchemy import select
 
 from benchmarks.fakes import APIS as BENCHMARK_APIS
@@ -66,7 +67,8 @@ SMALL_APIS = BENCHMARK_APIS
 
 TINY_QUERIES = (
     {"subset": "G1_instruction", "group": "G1", "query_id": 1, "query": "Find hotels in Paris with prices",
-     "relevant_apis": [["Hotels", "search hotels"]], "api_list": [["Hotels", "search hotels"], ["Hotels", "hotel details"]]},
+     "relevant_apis": [["Hotels", "search hotels"]],
+     "api_list": [["Hotels", "search hotels"], ["Hotels", "hotel details"]]},
     {"subset": "G2_instruction", "group": "G2", "query_id": 2,
      "query": "Find hotels in London, check the currency exchange rate and look up my IP address.",
      "relevant_apis": [["Hotels", "search hotels"], ["Currency", "exchange rate"], ["IP Lookup", "ip info"]],
@@ -240,6 +242,14 @@ def llama_built() -> bool:
     except LocalModelError:
         return False
     return True
+
+
+def needs_llama(skip: bool, reason: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """For a test that runs a real model through llama.cpp: marks it `llm` (`make test-fast` leaves it out) and
+    skips it where `skip` (llama.cpp or the model missing here, outside CI)."""
+    def mark(test: Callable[..., Any]) -> Callable[..., Any]:
+        return pytest.mark.llm(pytest.mark.skipif(skip, reason=reason)(test))
+    return mark
 
 
 def free_port() -> int:

@@ -32,6 +32,8 @@ from tests.fake_llm_servers import ModeServer, Scripted, openai_ok
 from tests.helpers import APIS, APP, EVIL_DESCRIPTION, MAIN_K, QUERIES, SCRUBBED, TIMEOUT_S, build_app_env
 from ui.widgets import GOLD_BADGE
 
+pytestmark = pytest.mark.pages  # every test here runs pages under Streamlit's AppTest
+
 
 @pytest.fixture(scope="module")
 def app_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
@@ -149,8 +151,8 @@ def test_a_corrupt_results_database_gives_one_sentence_and_what_to_do(app_env, m
 def test_missing_data_dir_and_database_give_messages_not_tracebacks(app_env, monkeypatch) -> None:
     monkeypatch.setenv("TOOLBENCH_DATA", "/nonexistent")
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{Path(app_env['CACHE_DIR']).parent / 'missing.sqlite'}")
-    for path in ("app.py", "app_pages/inspector.py", "app_pages/results.py", "app_pages/examples.py", "app_pages/stubs.py",
-                 "app_pages/registry.py"):
+    for path in ("app.py", "app_pages/inspector.py", "app_pages/results.py", "app_pages/examples.py",
+                 "app_pages/stubs.py", "app_pages/registry.py"):
         at = page(path)
         no_exception(at)
         shown = markdown_everywhere(at)
@@ -210,6 +212,7 @@ print(json.dumps({"exceptions": [str(e.value) for e in at.exception], "errors": 
 """
 
 
+@pytest.mark.subprocess
 def test_a_shared_free_text_link_is_answered_without_pandas(app_env, index_ready) -> None:
     """The sidebar's studies and the router's fit come from core.analysis.store_summary: once a server has kept the
     fit, the next server's first ?q= answer never imports pandas (its import was 2-4 s of that answer here), nor
@@ -218,8 +221,8 @@ def test_a_shared_free_text_link_is_answered_without_pandas(app_env, index_ready
     first = page("app_pages/inspector.py", {"q": text})
     no_exception(first)
     assert any("Adaptive router" in i for i in texts(first, "info"))
-    run = subprocess.run([sys.executable, "-c", SHARED_LINK_RUN, str(APP), text], cwd=PROJECT_ROOT, env=dict(os.environ),
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run([sys.executable, "-c", SHARED_LINK_RUN, str(APP), text], cwd=PROJECT_ROOT,
+                         env=dict(os.environ), capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
     assert report == {"exceptions": [], "errors": [], "router": True,
@@ -233,7 +236,8 @@ def test_the_local_backend_is_offered_and_says_why_it_cannot_run(app_env, index_
     at = page("app_pages/inspector.py", {"q": "Find hotels in Paris", "backend": "local"})
     no_exception(at)
     picker = at.selectbox[0]  # options as labelled: the configured backend, LOCAL_MODEL's file, the installed models
-    assert picker.options[:2] == ["offline heuristic (not an LLM)", "local · missing"] and picker.value == "local:missing"
+    assert (picker.options[:2] == ["offline heuristic (not an LLM)", "local · missing"]
+            and picker.value == "local:missing")
     assert all(o.startswith("local · ") for o in picker.options[2:])
     assert [s.value for s in at.subheader][0] == "RtP · Retrieve-then-Plan" and len(at.expander) >= 5
     [message] = [e.replace("\\", "") for e in texts(at, "error") if "local · missing cannot run" in e]
@@ -482,7 +486,9 @@ def test_scaling_tab_shows_the_distractor_scale_and_the_index_table(app_env) -> 
     store.close()
     at = page("app_pages/results.py", {"tab": "Scaling"})
     no_exception(at)
-    print("DBG", texts(at, "error"), texts(at, "warning")[1:], [m.value[:100] for m in at.markdown][:12], [c.value[:100] for c in at.caption][:8], [t.value for t in at.title], len(at.tabs) if hasattr(at, "tabs") else None)
+    print("DBG", texts(at, "error"), texts(at, "warning")[1:], [m.value[:100] for m in at.markdown][:12],
+          [c.value[:100] for c in at.caption][:8], [t.value for t in at.title],
+          len(at.tabs) if hasattr(at, "tabs") else None)
     [far] = [d.value for d in at.dataframe if "synthetic_distractors" in d.value.columns]
     assert set(far["registry"]) == {"real", "real + synthetic distractors"}
     assert set(far.loc[far["registry"] != "real", "runs"]) == {2}
@@ -532,7 +538,8 @@ def test_every_stored_system_shows_each_systems_stubs_hits_and_the_gold_none_fou
 
 def test_edited_stubs_from_the_url_are_searched_labelled_and_shown_as_text(app_env, index_ready) -> None:
     stubs = [Stub("search_hotels", "find a hotel in London"), HOSTILE]
-    at = page("app_pages/inspector.py", {"qid": PROBE_QID, "k": str(MAIN_K), "show": "Edit stubs", "stubs": to_param(stubs)})
+    at = page("app_pages/inspector.py",
+              {"qid": PROBE_QID, "k": str(MAIN_K), "show": "Edit stubs", "stubs": to_param(stubs)})
     no_exception(at)
     assert all(EDITED in h for h in [h.value for h in at.subheader]) and len(at.subheader) == 2
     assert at.text_area(key="edit_text").value.splitlines()[0] == "search_hotels: find a hotel in London"
@@ -584,7 +591,8 @@ def test_every_system_on_free_text_runs_on_demand_and_is_kept(app_env, index_rea
     hits = [e.label for e in at.expander]
     assert len(hits) == 2 * 5
     at = at.run()  # a rerun (another widget, a gold change) draws the finished systems at once, without running them
-    assert [e.label for e in at.expander] == hits and [b for b in at.button if b.label.startswith("Run all")][0].disabled
+    assert ([e.label for e in at.expander] == hits
+            and [b for b in at.button if b.label.startswith("Run all")][0].disabled)
     at.radio(key="show").set_value("Edit stubs").run()  # an edit can start from the stubs a system wrote live
     no_exception(at)
     assert "offline heuristic (not an LLM) (live)" in at.selectbox(key="edit_from").options

@@ -196,7 +196,8 @@ def _main_table() -> pd.DataFrame:
     return pd.DataFrame({
         "subset": ["G2_instruction", "G1_instruction", "G1_instruction"], "metric": ["recall", "recall", "precision"],
         "rtp_mean": [0.14, 0.37, 0.27], "rtp_std": [0.0, 0.0, np.nan], "ptr_mean": [0.19, 0.29, 0.27],
-        "ptr_std": [0.01, 0.01, 0.0], "p_value": [0.0004, 0.02, np.nan], "test": ["paired t", "paired t", "no variance"],
+        "ptr_std": [0.01, 0.01, 0.0], "p_value": [0.0004, 0.02, np.nan],
+        "test": ["paired t", "paired t", "no variance"],
         "better": ["ptr", "rtp", "tie"], "n_queries": [200, 200, 200], "runs": [4, 4, 4]})
 
 
@@ -233,7 +234,8 @@ def test_filter_examples_and_links() -> None:
 
 
 def test_search_registry_is_a_case_insensitive_substring_match() -> None:
-    frame = pd.DataFrame({"tool": ["Hotels", "Jokes"], "api": ["search", "random"], "description": ["", "A (funny) joke"]})
+    frame = pd.DataFrame({"tool": ["Hotels", "Jokes"], "api": ["search", "random"],
+                          "description": ["", "A (funny) joke"]})
     frame["_haystack"] = (frame["tool"] + "\n" + frame["api"] + "\n" + frame["description"]).str.lower()
     assert tables.search_registry(frame, "(FUNNY")["tool"].tolist() == ["Jokes"]
     assert len(tables.search_registry(frame, "  ")) == 2 and "_haystack" not in tables.search_registry(frame, "")
@@ -291,8 +293,8 @@ def test_other_figures_build_from_reader_shaped_frames() -> None:
                           "precision_mean": [0.5, 0.27, 0.4, 0.2], "precision_std": [0, 0, 0.01, 0.01]})
     assert len(figures.ksweep(sweep, paper.ksweep_points(PAPER)).data) >= 3
     scale = pd.DataFrame({"subset": ["G1_instruction"] * 2, "size": [1000, 47038], "arch": ["rtp", "ptr"],
-                          "recall_mean": [0.5, 0.3], "recall_std": [0.01, 0.01], "divergence_not_identical": [0.9, 0.98],
-                          "divergence_disjoint": [0.1, 0.2]})
+                          "recall_mean": [0.5, 0.3], "recall_std": [0.01, 0.01],
+                          "divergence_not_identical": [0.9, 0.98], "divergence_disjoint": [0.1, 0.2]})
     scaled = figures.scaling(scale, paper.scaling_divergence_points(PAPER))
     assert "G1 divergence (paper)" in _traces(scaled)
     ticks = dict(zip(scaled.layout.xaxis.tickvals, scaled.layout.xaxis.ticktext))
@@ -340,8 +342,6 @@ def test_router_chart_draws_the_curve_the_fixed_policies_and_the_threshold() -> 
 def test_the_documented_registry_hint_is_the_shipped_index_or_a_measured_rate(tmp_path) -> None:
     """While the full registry embeds, the sidebar offers the documented one: ready at once when its shipped
     index matches, else timed at the running build's measured rate, never a guess."""
-    import time
-
     from core.settings import Settings
     from ui.index_job import IndexJob
     from ui.widgets import _documented_hint

@@ -89,7 +89,8 @@ class Import:
         return f"{module_path(root, self.source)}:{self.line}"
 
     def describe(self) -> str:
-        notes = [n for n, on in (("under TYPE_CHECKING", self.type_checking), ("inside a function", self.in_function)) if on]
+        notes = [n for n, on in (("under TYPE_CHECKING", self.type_checking),
+                                 ("inside a function", self.in_function)) if on]
         return f"{self.source} imports {self.target}" + (f" ({', '.join(notes)})" if notes else "")
 
 
@@ -302,7 +303,8 @@ def format_cycle(cycle: list[str], imports: Iterable[Import], root: Path) -> str
     steps = []
     for a, b in zip(cycle, cycle[1:]):
         imp = edges[(a, b)]
-        notes = [n for n, on in (("only under TYPE_CHECKING", imp.type_checking), ("inside a function", imp.in_function)) if on]
+        notes = [n for n, on in (("only under TYPE_CHECKING", imp.type_checking),
+                                 ("inside a function", imp.in_function)) if on]
         steps.append(f"    {a} -> {b}   ({imp.where(root)}{'; ' + ', '.join(notes) if notes else ''})")
     return " -> ".join(cycle) + "\n" + "\n".join(steps)
 
@@ -374,10 +376,11 @@ def test_imports_only_go_down_the_layers(all_imports):
     never imports a page, a page never imports app.py."""
     modules, imports = all_imports
     upward = upward_imports(imports, modules, LAYERS)
-    assert not upward, "imports from a lower layer to a higher one (layers: see tests/test_architecture.py):\n" + "\n".join(
-        f"    {imp.where(PROJECT_ROOT)}: {imp.describe()}  "
-        f"[layer {layer_of(imp.source, LAYERS)} -> layer {layer_of(imp.target, LAYERS)}]"
-        for imp in upward)
+    assert not upward, (
+        "imports from a lower layer to a higher one (layers: see tests/test_architecture.py):\n" + "\n".join(
+            f"    {imp.where(PROJECT_ROOT)}: {imp.describe()}  "
+            f"[layer {layer_of(imp.source, LAYERS)} -> layer {layer_of(imp.target, LAYERS)}]"
+            for imp in upward))
 
 
 def test_core_never_imports_streamlit_in_its_source(core_imports):
@@ -414,6 +417,7 @@ def import_each(names: list[str], *, path: Path = PROJECT_ROOT) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.subprocess
 def test_importing_every_core_module_loads_no_streamlit(core_imports):
     modules, _ = core_imports
     result = import_each(sorted(m for m in modules if m != "core.__main__"))
@@ -426,6 +430,7 @@ def test_importing_every_core_module_loads_no_streamlit(core_imports):
     assert result["streamlit_loaded"] is False
 
 
+@pytest.mark.subprocess
 def test_the_run_time_check_names_the_module_that_loads_streamlit(tmp_path):
     _write(tmp_path, {"fakepkg/__init__.py": "", "fakepkg/clean.py": "import json\n",
                       "fakepkg/dirty.py": "import streamlit\n", "fakepkg/broken.py": "raise ValueError('boom')\n"})
@@ -602,8 +607,9 @@ def test_test_modules_import_only_helpers_and_conftest():
 
 def test_benchmarks_import_nothing_from_tests():
     found = _test_module_imports(BENCHMARKS_DIR)
-    assert not found, "benchmarks/ must not import the tests (give it its own fakes in benchmarks/fakes.py):\n" + "\n".join(
-        f"    benchmarks/{stem}.py:{line}: imports {name}" for stem, name, line in found)
+    assert not found, (
+        "benchmarks/ must not import the tests (give it its own fakes in benchmarks/fakes.py):\n" + "\n".join(
+            f"    benchmarks/{stem}.py:{line}: imports {name}" for stem, name, line in found))
 
 
 # ------------------------------------------------ docs/ARCHITECTURE.md's module inventory, from the code
@@ -705,7 +711,8 @@ def stale_inventory(doc: str, expected: str) -> str | None:
         return None
     listed, wanted = listed_modules(current), listed_modules(expected)
     missing, gone = sorted(wanted - listed), sorted(listed - wanted)
-    return "\n".join(["docs/ARCHITECTURE.md's module inventory disagrees with the code; regenerate it with `make docs`.",
+    return "\n".join(["docs/ARCHITECTURE.md's module inventory disagrees with the code; "
+                      "regenerate it with `make docs`.",
                       *([f"    missing: {', '.join(missing)}"] if missing else []),
                       *([f"    gone: {', '.join(gone)}"] if gone else []),
                       *([] if missing or gone else

@@ -2,7 +2,6 @@
 Another architecture is one declaration plus its retrieval, which the single query and `eval` then run."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest

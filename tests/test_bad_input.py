@@ -27,6 +27,8 @@ import core.data.registry_cache as rc
 from core.settings import PROJECT_ROOT
 from tests.helpers import SMALL_APIS, build_app_env, write_tiny_data
 
+pytestmark = pytest.mark.subprocess  # each case runs the CLI as a real subprocess
+
 SECRET = "s3cret-pw"
 SCRUB = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "REGISTRY", "EMBEDDING_MODEL",
          "LLM_MODEL", "ENCODER_RUNTIME", "LLM_TIMEOUT_S", "LOCAL_THREADS", "LOCAL_INSTANCES", "LLM_QUERY_BUDGET_S",
@@ -73,8 +75,8 @@ CASES = [
          ("--k", "1 to 100")),
     Case("bench-ks-100000", bench("--ks", "1,100000"), ("--ks", "1 to 100")),
     # numeric settings
-    Case("LLM_TIMEOUT_S-abc", ("query", "hotels"), ("LLM_TIMEOUT_S must be a number of seconds from 0.1 to 3600, not 'abc'",),
-         {"LLM_TIMEOUT_S": "abc"}),
+    Case("LLM_TIMEOUT_S-abc", ("query", "hotels"),
+         ("LLM_TIMEOUT_S must be a number of seconds from 0.1 to 3600, not 'abc'",), {"LLM_TIMEOUT_S": "abc"}),
     Case("LLM_TIMEOUT_S-0", ("query", "hotels"), ("LLM_TIMEOUT_S", "from 0.1", "'0'"), {"LLM_TIMEOUT_S": "0"}),
     Case("LLM_TIMEOUT_S-negative", ("query", "hotels"), ("LLM_TIMEOUT_S", "'-5'"), {"LLM_TIMEOUT_S": "-5"}),
     Case("LLM_TIMEOUT_S-nan", ("query", "hotels"), ("LLM_TIMEOUT_S", "'nan'"), {"LLM_TIMEOUT_S": "nan"}),

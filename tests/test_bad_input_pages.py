@@ -20,6 +20,8 @@ from streamlit.testing.v1 import AppTest
 from core.settings import Settings
 from tests.helpers import APP, SCRUBBED, TIMEOUT_S, build_app_env
 
+pytestmark = pytest.mark.pages
+
 FROM_BAD_BYTES = parse_qs("q=%FF%FE%20hotels")["q"][0]  # what Streamlit hands the page for ?q=%FF%FE%20hotels
 
 
@@ -107,8 +109,8 @@ def test_a_good_query_still_runs(app_env) -> None:
     assert len(at.expander) >= 5  # RtP's hits at k=5, at least
 
 
-def test_damaged_packed_results_get_one_line_on_the_pages_and_rtp_still_answers(app_env, tmp_path: Path,
-                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_damaged_packed_results_get_one_line_on_the_pages_and_rtp_still_answers(
+        app_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fresh clone whose results.sqlite.gz is cut short: app.py's early unpack (its own thread) and the pages'
     calls each meet it; the pages say so in one line, the archive stays byte-identical, no partial file is left,
     and the Inspector still answers with RtP."""

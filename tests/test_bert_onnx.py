@@ -60,6 +60,7 @@ def test_top5_sets_agree_on_real_queries(numpy_encoder: NumpyBertEncoder, onnx_e
     assert len(same) == 158 and sum(same) >= len(same) - 1
 
 
+@pytest.mark.slow
 def test_the_graph_is_built_once_per_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = Path(resolve_model_path(MODEL))
     graph = cached_graph(folder, "minilm", tmp_path)
@@ -88,6 +89,7 @@ def test_without_onnxruntime_auto_falls_back_to_numpy(monkeypatch: pytest.Monkey
         load(MODEL, "onnx", tmp_path)
 
 
+@pytest.mark.subprocess
 def test_a_fresh_interpreter_with_the_graph_cached_imports_neither_torch_nor_onnx(graph_cache: Path,
                                                                                   tmp_path: Path) -> None:
     shutil.copytree(graph_cache / "onnx", tmp_path / "onnx")
@@ -100,6 +102,7 @@ def test_a_fresh_interpreter_with_the_graph_cached_imports_neither_torch_nor_onn
 
 
 @pytest.mark.parametrize("damage", ["zeroed", "random", "truncated", "no_digest"])
+@pytest.mark.slow
 def test_a_damaged_graph_is_rebuilt_with_one_line_never_used(graph_cache: Path, tmp_path: Path, damage: str,
                                                               caplog: pytest.LogCaptureFixture) -> None:
     """Issue 23: 64 KB zeroed at 80% of the graph (size kept) loaded silently and moved recall; random bytes there

@@ -58,8 +58,8 @@ def streamlit_server(app_env: dict[str, str], log: Path) -> Iterator[str]:
     port = free_port()
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+            [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
             cwd=APP.parent, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -254,7 +254,8 @@ def test_a_copied_url_of_a_filtered_view_opens_identically(server: str, browser)
     _settled(page)
     url = page.url
     assert "gold=relevant" in url and "ex_text=hotels" in url
-    page.get_by_text("2 of 6 queries · ").first.wait_for(timeout=RENDER_TIMEOUT_MS)  # the filtered rerun, on a busy machine too
+    # the filtered rerun, on a busy machine too
+    page.get_by_text("2 of 6 queries · ").first.wait_for(timeout=RENDER_TIMEOUT_MS)
     caption = page.get_by_text(" queries · ").first.inner_text()
     assert caption.startswith("2 of 6 queries") and "gold relevant" in caption
     second = browser.new_context(viewport={"width": 1400, "height": 1000})  # no cookies, no session: only the URL
@@ -263,7 +264,8 @@ def test_a_copied_url_of_a_filtered_view_opens_identically(server: str, browser)
     fresh.get_by_text("2 of 6 queries · ").first.wait_for(timeout=RENDER_TIMEOUT_MS)
     _settled(fresh)
     expect(fresh.get_by_text(" queries · ").first).to_have_text(caption, timeout=RENDER_TIMEOUT_MS)
-    expect(fresh.get_by_role("textbox", name="Text in query or stubs")).to_have_value("hotels", timeout=RENDER_TIMEOUT_MS)
+    expect(fresh.get_by_role("textbox", name="Text in query or stubs")).to_have_value(
+        "hotels", timeout=RENDER_TIMEOUT_MS)
     expect(fresh.get_by_role("radio", name=re.compile("^relevant"))).to_be_checked(timeout=RENDER_TIMEOUT_MS)
     assert fresh.locator("[data-testid='stException']").count() == 0
     first.close()
@@ -305,7 +307,8 @@ def test_a_shared_link_with_edited_stubs_opens_the_same_hits_and_recall(server: 
                                                                                  timeout=RENDER_TIMEOUT_MS)
     assert _edited_view(fresh) == (recalls, hits)
     assert "<b>not bold</b>" in fresh.get_by_role("textbox", name=re.compile("^Stubs")).input_value()
-    assert fresh.locator("b", has_text="not bold").count() == 0 and fresh.locator("a[href='http://example.com']").count() == 0
+    assert (fresh.locator("b", has_text="not bold").count() == 0
+            and fresh.locator("a[href='http://example.com']").count() == 0)
     assert fresh.locator("[data-testid='stException']").count() == 0
     first.close()
     second.close()
@@ -412,7 +415,8 @@ def test_every_bound_choice_round_trips_on_the_committed_data(committed_server: 
 
     context, page = _open(browser, f"{committed_server}/examples?gold=relevant&ex_text=hotels&ex_outcome=ptr_wins"
                                    "&ex_subset=G2_instruction")
-    expect(page.get_by_role("textbox", name="Text in query or stubs")).to_have_value("hotels", timeout=RENDER_TIMEOUT_MS)
+    expect(page.get_by_role("textbox", name="Text in query or stubs")).to_have_value(
+        "hotels", timeout=RENDER_TIMEOUT_MS)
     expect(page.locator("[data-testid='stMultiSelect']").last).to_contain_text("ptr_wins", timeout=RENDER_TIMEOUT_MS)
     chips = page.locator("[data-testid='stMultiSelect']").all_inner_texts()
     assert any("ptr_wins" in c for c in chips) and any("G2_instruction" in c for c in chips)

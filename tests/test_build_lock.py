@@ -10,8 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from core.retrieval.build_lock import exclusive_build, read_state
 from core.settings import PROJECT_ROOT
+
+pytestmark = pytest.mark.subprocess
 
 # A process that embeds 40 documents slowly (0.1 s per document), reporting progress, into CACHE.
 WORKER = r"""

@@ -61,6 +61,7 @@ def test_every_report_section_belongs_to_exactly_one_study() -> None:
     assert set(declared) == set(SECTIONS)
 
 
+@pytest.mark.slow
 def test_a_new_study_is_one_declaration_plus_its_module(tiny_env: dict[str, str], monkeypatch, capsys) -> None:
     fake = Study("fake", "RtP at k alone (a test study)", (Param("k", positive, 2, "APIs retrieved"),),
                  "tests.fake_study:run_fake", ("fake",), calls_llm=False)

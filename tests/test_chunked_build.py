@@ -32,7 +32,8 @@ def counting(encoder: FakeEncoder, stop_after: int | None = None):
     return encode, calls
 
 
-def test_a_killed_build_resumes_from_its_finished_chunks_and_gives_the_same_vectors(tmp_path: Path, monkeypatch) -> None:
+def test_a_killed_build_resumes_from_its_finished_chunks_and_gives_the_same_vectors(
+        tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(chunked_build, "CHUNK_DOCS", 10)
     docs, encoder = texts(45), FakeEncoder()
     folder = parts_folder(tmp_path, "k")

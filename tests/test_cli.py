@@ -16,6 +16,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
                           env={**os.environ, **(env or {})}, timeout=120)
 
 
+@pytest.mark.subprocess
 def test_help_lists_every_command() -> None:
     out = run_cli("--help")
     assert out.returncode == 0
@@ -25,18 +26,21 @@ def test_help_lists_every_command() -> None:
 
 
 @pytest.mark.parametrize("text", ["", "   "])
+@pytest.mark.subprocess
 def test_empty_query_is_one_line_exit_2(tiny_env, text: str) -> None:
     out = run_cli("query", text, env=tiny_env)
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "empty" in out.stderr
 
 
+@pytest.mark.subprocess
 def test_missing_data_names_the_setting(tiny_env, tmp_path) -> None:
     out = run_cli("index", env={**tiny_env, "TOOLBENCH_DATA": str(tmp_path / "nowhere")})
     assert out.returncode == 1
     assert "TOOLBENCH_DATA" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.subprocess
 def test_bad_k_is_a_usage_error(tiny_env) -> None:
     assert run_cli("eval", "--k", "0,x", env=tiny_env).returncode == 2
 

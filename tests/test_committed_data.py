@@ -1,4 +1,5 @@
-"""The ToolBench data committed in data/toolbench/: intact, found first, and enough for a clone with nothing beside it."""
+"""The ToolBench data committed in data/toolbench/: intact, found first, and enough for a clone with nothing beside
+it."""
 from __future__ import annotations
 
 import hashlib
@@ -42,6 +43,7 @@ def test_the_committed_data_is_found_first() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_clone_with_nothing_beside_it_answers_without_embedding(tmp_path: Path) -> None:
     """The code in a folder with no ../shared: data and the shipped index are found, nothing is embedded."""
     clone = tmp_path / "clone"

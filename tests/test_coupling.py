@@ -3,7 +3,6 @@ registries, and the couplings kept on disk once per registry."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -22,6 +22,8 @@ from core.store.store import Store
 from tests.helpers import APP, SCRUBBED, TIMEOUT_S, build_app_env, free_port
 from tests.stores import PostgresServer, query
 
+pytestmark = pytest.mark.subprocess
+
 CANARY = "canary-Pw-9c1f"
 
 
@@ -51,7 +53,8 @@ def unreachable() -> str:
 def test_a_server_that_is_not_there_never_shows_the_password(tiny_env: dict[str, str], unreachable: str,
                                                               tmp_path: Path) -> None:
     elsewhere = f"sqlite:///{tmp_path / 'other.sqlite'}"
-    commands = [("report",), ("report", "--json"), ("bench", "main", "--runs", "1", "--subsets", "G1_instruction", "--no-progress"),
+    commands = [("report",), ("report", "--json"),
+                ("bench", "main", "--runs", "1", "--subsets", "G1_instruction", "--no-progress"),
                 ("db", "copy", unreachable, elsewhere), ("db", "copy", elsewhere, unreachable),
                 ("report", "--db", unreachable.replace("127.0.0.1:", "127.0.0.1:x"))]
     Store(elsewhere).close()

@@ -22,7 +22,7 @@ from core.settings import Settings
 from core.study.one_query import run_query
 from tests.fake_llm_servers import (FakeServer, ModeServer, Scripted, gemini_error, gemini_ok, openai_error,
                                     openai_ok)
-from tests.helpers import MODEL_CACHE, llama_built, make_queries, make_retriever
+from tests.helpers import MODEL_CACHE, llama_built, make_queries, make_retriever, needs_llama
 
 BUDGET_S = 2.0
 SLACK_S = 2.0  # the issue's goal: every query ends within its budget plus 2 s
@@ -49,6 +49,7 @@ def settings_of(backend: str, server: FakeServer, cache: Path) -> Settings:
 
 @pytest.mark.parametrize("backend", ["openai", "gemini"])
 @pytest.mark.parametrize("fault", list(FAULTS))
+@pytest.mark.slow
 def test_a_query_ends_within_its_budget_and_says_which_stage_ran_out(fault: str, backend: str,
                                                                       tmp_path: Path) -> None:
     with ModeServer(FAULTS[fault][backend]) as server:
@@ -78,7 +79,7 @@ def test_the_budget_cuts_an_http_call_that_is_already_in_flight() -> None:
     assert info.value.kind == "timeout" and took < 0.5 + SLACK_S
 
 
-@pytest.mark.skipif(not llama_built() and not os.environ.get("CI"), reason="llama.cpp is not built here: run `make llm`")
+@needs_llama(not llama_built() and not os.environ.get("CI"), reason="llama.cpp is not built here: run `make llm`")
 @pytest.mark.slow
 def test_a_local_call_waiting_for_a_busy_model_ends_within_its_budget() -> None:
     from core.agents.llm.local_llama import LocalLlamaClient
@@ -115,7 +116,7 @@ def test_a_local_call_waiting_for_a_busy_model_ends_within_its_budget() -> None:
     assert took < 1.0 + SLACK_S
 
 
-@pytest.mark.skipif(not llama_built() and not os.environ.get("CI"), reason="llama.cpp is not built here: run `make llm`")
+@needs_llama(not llama_built() and not os.environ.get("CI"), reason="llama.cpp is not built here: run `make llm`")
 @pytest.mark.slow
 def test_a_deadline_stops_the_prompt_inside_one_evaluation_call() -> None:
     """One prompt chunk is one llama_decode call (21 s for the 1.5B on 2 busy cores): the deadline must cut into it,

@@ -270,6 +270,7 @@ def test_the_stand_in_says_so() -> None:
 
 
 @pytest.mark.parametrize("spec", EMBEDDING_MODEL_LIST, ids=lambda s: s.name)
+@pytest.mark.slow
 def test_the_real_declarations_verify_where_installed(spec: EmbeddingModelSpec) -> None:
     """Skipped until the model is installed (`make embed MODEL=...`): hashes the real weights (up to 438 MB)."""
     if spec.source == "package":

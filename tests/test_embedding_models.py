@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.embedding_models import EMBEDDING_MODELS, MINILM_L3, MPNET_BASE, declared_embedding_model, embedding_model_spec
+from core.embedding_models import (EMBEDDING_MODELS, MINILM_L3, MPNET_BASE, declared_embedding_model,
+                                   embedding_model_spec)
 from core.retrieval.embed_install import EmbedInstallError, installed_folder, models_dir
-from core.retrieval.embedding import ModelUnavailable, canonical_model_id, resolve_model_path
+from core.retrieval.embedding import canonical_model_id, resolve_model_path
 from core.settings import PROJECT_ROOT
 from tests.helpers import MODEL_CACHE
 
@@ -68,6 +69,7 @@ def test_the_l3_graph_gives_unit_vectors_that_rank_a_paraphrase_first() -> None:
     (["embed", "--model", "gte-base"], "unknown embedding model 'gte-base'; declared: all-MiniLM-L6-v2"),
     (["embed", "--model", "paraphrase-MiniLM-L3-v2", "--registries", "full,nope"], "nope is not a shipped registry"),
 ])
+@pytest.mark.subprocess
 def test_embed_refuses_an_unknown_model_or_registry_in_one_line(argv: list[str], words: str, tmp_path: Path) -> None:
     env = {**os.environ, "CACHE_DIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-m", "core", *argv], cwd=PROJECT_ROOT, env=env, capture_output=True,
@@ -76,6 +78,7 @@ def test_embed_refuses_an_unknown_model_or_registry_in_one_line(argv: list[str],
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.subprocess
 def test_query_with_a_retriever_that_cannot_load_is_one_line_and_the_default_still_answers(tmp_path: Path) -> None:
     """--retriever names a model not installed in this CACHE_DIR: one line naming `make embed`; the studies' model,
     shipped with its index, answers the same query; bm25 needs no install at all."""
@@ -92,3 +95,30 @@ def test_query_with_a_retriever_that_cannot_load_is_one_line_and_the_default_sti
         answered = query(*extra)
         assert answered.returncode == 0, answered.stderr
         assert '"rtp"' in answered.stdout and '"hits"' in answered.stdout
+
+
+@pytest.mark.slow
+def test_mpnet_is_served_by_its_exported_graph_and_a_graph_of_other_weights_is_refused(tmp_path: Path) -> None:
+    """mpnet runs on ONNX Runtime over the graph `make embed` exported from its weights, within 1e-6 of
+    sentence-transformers; a graph whose sidecar names other weights is never run: one line saying `make embed`."""
+    import json
+
+    from core.retrieval.assemble import load_encoder, load_reference_encoder
+    from core.retrieval.onnx_export import graph_ready, sidecar
+
+    source = MODEL_CACHE / "embedding_models" / MPNET_BASE.name
+    if not graph_ready(MPNET_BASE, source):
+        pytest.skip("all-mpnet-base-v2 is not installed here: run `make embed MODEL=all-mpnet-base-v2`")
+    texts = ["find hotels in Paris", "convert 200 EUR to USD and look up my IP"]
+    served = load_encoder(MPNET_BASE.name, "auto", MODEL_CACHE)
+    assert served.runtime == "onnx"
+    reference = load_reference_encoder(MPNET_BASE.name).encode_queries(texts)
+    assert np.abs(served.encode_queries(texts) - reference).max() < 1e-6
+    target = models_dir(tmp_path) / MPNET_BASE.name
+    target.mkdir(parents=True)
+    for name in (MPNET_BASE.weights, MPNET_BASE.onnx_graph):
+        (target / name).symlink_to(source / name)
+    meta = json.loads(sidecar(MPNET_BASE, source).read_text())
+    sidecar(MPNET_BASE, target).write_text(json.dumps({**meta, "weights_sha256": "0" * 64}))
+    with pytest.raises(EmbedInstallError, match=r"ONNX graph of all-mpnet-base-v2 has not been exported .*make embed"):
+        installed_folder(MPNET_BASE, tmp_path)

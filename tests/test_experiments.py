@@ -74,7 +74,8 @@ def test_rows_hold_scores_for_both_golds_hits_stubs_and_plans(db_url: str) -> No
     queries = make_queries()
     run_main(bench_context(store, retriever, queries, commit="x"), runs=1, k=5, concurrency=1, agents_for=fake_agents())
     by_uid = {q.uid: q for q in queries}
-    expected = dict(zip((q.uid for q in queries), discover(arch("rtp"), [q.query for q in queries], None, [5], retriever)[5]))
+    expected = dict(zip((q.uid for q in queries),
+                        discover(arch("rtp"), [q.query for q in queries], None, [5], retriever)[5]))
     rtp_rows, ptr_rows = rows_of(store, arch="rtp"), rows_of(store, arch="ptr")
     assert sorted(r.query_uid for r in rtp_rows) == sorted(r.query_uid for r in ptr_rows) == sorted(by_uid)
     for row in rtp_rows:
@@ -169,9 +170,10 @@ def test_ksweep_reuses_stored_stubs_without_discovery_calls(db_url: str) -> None
         if run.spec.arch == "ptr":
             assert all((r["stubs"] is not None) == (run.spec.run_index == 0) for r in rows)
     widest = {(r.spec.arch, r.spec.subset): r.id for r in sweep if r.spec.k == 10 and r.spec.run_index == 0}
-    for arch in ("rtp", "ptr"):
-        hits = {r["query_uid"]: r["hits"] for r in store.results(widest[(arch, "G2_instruction")], ("query_uid", "hits"))}
-        at5 = [r for r in rows_of(store, kind="main", arch=arch, run_index=0) if r.subset == "G2_instruction"]
+    for name in ("rtp", "ptr"):
+        hits = {r["query_uid"]: r["hits"]
+                for r in store.results(widest[(name, "G2_instruction")], ("query_uid", "hits"))}
+        at5 = [r for r in rows_of(store, kind="main", arch=name, run_index=0) if r.subset == "G2_instruction"]
         assert all(hits[r.query_uid][:5] == r.hits for r in at5)  # the prefix of k=10 is exactly k=5
 
 
@@ -336,7 +338,8 @@ def test_hybrid_reuses_stored_stubs_adds_the_query_and_resumes(db_url: str) -> N
     first = [r for r in runs if r.spec.run_index == 0]
     assert len(first) == 2  # one per subset
     for run in first:  # hits are kept for run index 0
-        source = {row["query_uid"]: row["stubs"] for row in store.results(run.spec.source_run_id, ("query_uid", "stubs"))}
+        source = {row["query_uid"]: row["stubs"]
+                  for row in store.results(run.spec.source_run_id, ("query_uid", "stubs"))}
         rows = store.results(run.id, ("query_uid", "hits"))
         assert len(rows) == 6 and all(row["hits"] for row in rows)
         for row in rows:

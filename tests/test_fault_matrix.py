@@ -30,6 +30,8 @@ from tests.fake_llm_servers import (FakeServer, ModeServer, Scripted, gemini_pro
                                     openai_error, openai_filtered, openai_ok)
 from tests.helpers import bench_context, make_queries, make_retriever
 
+pytestmark = pytest.mark.slow  # every fault mode end to end: real servers, real timeouts and back-off
+
 KEY = "sk-CANARY-fault-matrix-7Q2"
 STUBS_OK = json.dumps({"stubs": [{"name": "search_hotels", "reasoning": "hotels in a city"}]})
 PLAN_OK = json.dumps({"selected_apis": [], "steps": [], "refusal": "nothing fits"})
@@ -163,7 +165,8 @@ def test_stub_cap_is_said(settings_for) -> None:
     server = ModeServer(chat(PLAN_OK))
     server.enqueue(chat(many_stubs(40)))
     settings = settings_for(server)
-    answer = run_query(make_queries(1)[0].query, 3, make_retriever(), settings, archs=[arch("ptr")], plans=False).to_json()
+    answer = run_query(make_queries(1)[0].query, 3, make_retriever(), settings, archs=[arch("ptr")],
+                       plans=False).to_json()
     assert len(answer["ptr"]["stubs"]) == 10
     assert answer["ptr"]["stub_capped"] == "stub cap: kept the first 10 of 40 stubs"
 
@@ -183,6 +186,7 @@ def test_a_key_echoed_in_a_successful_reply_reaches_nothing(settings_for, tmp_pa
             assert KEY.encode() not in file.read_bytes(), file
 
 
+@pytest.mark.subprocess
 def test_an_outage_then_resume_redoes_the_failed_rows(settings_for, tmp_path: Path) -> None:
     server = ModeServer(openai_error(503, "down"))
     settings = settings_for(server)

@@ -10,7 +10,8 @@ from ui.figures import crossover_backends
 
 
 def board(systems: int) -> pd.DataFrame:
-    return pd.DataFrame([{"system": f"local model-{i}", "arch": arch, "subset": subset, "recall": 0.1 + i / 100, "n": 200}
+    return pd.DataFrame([{"system": f"local model-{i}", "arch": arch, "subset": subset, "recall": 0.1 + i / 100,
+                          "n": 200}
                          for i in range(systems) for arch in ("rtp", "ptr", "hybrid")
                          for subset in ("G1_instruction", "G2_instruction", "G3_instruction")])
 

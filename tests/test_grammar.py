@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -21,7 +21,7 @@ def to_regex(grammar: str) -> re.Pattern[str]:
 
     token = re.compile(r'\s*("(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]|[()|?*+]|\{\d+,\d+\}|[a-zA-Z0-9-]+)')
 
-    @lru_cache(maxsize=None)
+    @cache
     def expand(name: str) -> str:
         out, body, pos = [], rules[name], 0
         while pos < len(body):
@@ -47,7 +47,8 @@ STUBS = completion_discovery_schema()
 
 def test_the_stub_grammar_accepts_the_examples_layout_only() -> None:
     rx = to_regex(gbnf(STUBS))
-    ok = '{"stubs": [{"name": "search_hotels", "reasoning": "hotels in Rome"}, {"name": "get_weather", "reasoning": "rain"}]}'
+    ok = ('{"stubs": [{"name": "search_hotels", "reasoning": "hotels in Rome"}, '
+          '{"name": "get_weather", "reasoning": "rain"}]}')
     assert rx.fullmatch(ok)
     assert rx.fullmatch(" " + ok) is None and rx.fullmatch(ok.replace(", ", ",")) is None  # the examples' layout only
     assert rx.fullmatch('{"stubs": []}') is None  # at least one stub

@@ -46,6 +46,8 @@ from core.study.coupling import registry_couplings
 from tests.helpers import SMALL_APIS, FakeEncoder, write_tiny_data
 from tests.mounts import fill, read_only, small_disk
 
+pytestmark = pytest.mark.subprocess
+
 MODEL = "all-MiniLM-L6-v2"
 Q = "find hotels in London and the GBP rate"
 RESPONSE = LLMResponse('{"ok": true}', Usage(1, 2, 3), 0.5, "openai", "m")

@@ -76,7 +76,8 @@ def foreign_sqlite(path: Path) -> Path:
 
 def foreign_contents(tmp_path: Path) -> dict[str, bytes | None]:
     """name -> what results.sqlite.gz unpacks to (None: another of the repository's gzips, copied as it is)."""
-    return {"text": b"a note that is no database\n" * 40, "foreign-sqlite": foreign_sqlite(tmp_path / "f.sqlite").read_bytes(),
+    return {"text": b"a note that is no database\n" * 40,
+            "foreign-sqlite": foreign_sqlite(tmp_path / "f.sqlite").read_bytes(),
             "empty": b"", "repository-gzip": None}
 
 
@@ -97,7 +98,8 @@ def test_an_archive_that_is_not_the_labs_is_named_and_nothing_is_left(tiny_env: 
     before = archive.read_bytes()
     monkeypatch.setenv("DATABASE_URL", url)
     for command in (REPORT, REPORT, BENCH):  # the second run blames the archive again, not a file left behind
-        line = one_line(*run_cli(command, capsys), str(archive), "not the lab's results database", "nothing was unpacked")
+        line = one_line(*run_cli(command, capsys), str(archive), "not the lab's results database",
+                        "nothing was unpacked")
         assert "damaged (SQLite" not in line and "Tool Discovery Lab" not in line
         assert sorted(p.name for p in folder.iterdir()) == ["results.sqlite.gz"] and archive.read_bytes() == before
 
@@ -114,6 +116,7 @@ def test_the_labs_own_archive_still_unpacks_and_reads(tiny_env: dict[str, str], 
 
 # ---------------------------------------------------------------- case 3: a full disk while unpacking
 
+@pytest.mark.subprocess
 def test_a_full_disk_while_unpacking_says_so_not_damaged(tiny_env: dict[str, str], lab_db: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,6 +162,7 @@ def test_a_damaged_archive_is_still_called_damaged(tiny_env: dict[str, str], lab
 
 # ---------------------------------------------------------------- case 9: a read-only folder while unpacking
 
+@pytest.mark.subprocess
 def test_report_on_a_read_only_folder_with_packed_results(tiny_env: dict[str, str], lab_db: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -205,6 +209,7 @@ def resumed_to_completion(capsys: pytest.CaptureFixture[str], path: Path) -> Non
     assert all(rows == n == ROWS_PER_RUN for *_, n, rows in runs), runs
 
 
+@pytest.mark.subprocess
 def test_a_full_disk_stops_a_study_in_one_line_and_resume_finishes_it(study_env: dict[str, str], tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
@@ -247,7 +252,7 @@ def sqlite_fills_while_adding_rows(monkeypatch: pytest.MonkeyPatch) -> list[bool
         engine = make_engine(url, **kwargs)
 
         @event.listens_for(engine, "checkout")
-        def _cap(dbapi_connection, _record, _proxy) -> None:  # noqa: ANN001 - DB-API objects
+        def _cap(dbapi_connection, _record, _proxy) -> None:  # DB-API objects
             dbapi_connection.execute(f"PRAGMA max_page_count = {1 if adding[0] and armed[0] else 1 << 30}")
 
         return engine
@@ -266,6 +271,7 @@ def sqlite_fills_while_adding_rows(monkeypatch: pytest.MonkeyPatch) -> list[bool
     return armed
 
 
+@pytest.mark.slow
 def test_a_full_results_database_marks_its_runs_interrupted_not_failed(study_env: dict[str, str], tmp_path: Path,
                                                                        sqlite_fills_while_adding_rows: list[bool],
                                                                        monkeypatch: pytest.MonkeyPatch,
@@ -286,6 +292,7 @@ def test_a_full_results_database_marks_its_runs_interrupted_not_failed(study_env
     resumed_to_completion(capsys, path)
 
 
+@pytest.mark.subprocess
 def test_a_full_disk_before_a_study_is_not_called_damaged(study_env: dict[str, str], tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -355,6 +362,7 @@ def store_of(kind: str, folder: Path) -> str:
     ("foreign-archive", "restore them (git checkout"),
     ("unreachable", "start the server, or correct DATABASE_URL's host, port, user or password"),
 ])
+@pytest.mark.pages
 def test_the_pages_say_what_to_do_about_a_store_they_cannot_read(page_env: Path, kind: str, says: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: a file that is not a database and a server that does not answer got one plain sentence, no fix."""
@@ -365,6 +373,8 @@ def test_the_pages_say_what_to_do_about_a_store_they_cannot_read(page_env: Path,
         assert not any("sqlalche.me" in e for e in errors)
 
 
+@pytest.mark.subprocess
+@pytest.mark.pages
 def test_the_pages_say_a_read_only_folder_holds_the_packed_results(page_env: Path, lab_db: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: "[Errno 30] Read-only file system: '….tmp'", then the advice to restore the committed results."""

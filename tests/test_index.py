@@ -138,7 +138,8 @@ def test_chunk_maxima_are_maxima_of_real_rows() -> None:
     vectors = unit(np.random.default_rng(7), 3 * CHUNK + 5, 8)
     out = Int8Scores(vectors, CHUNK).scores(vectors[:2])
     for c in range(out.maxima.shape[1]):
-        np.testing.assert_array_equal(out.maxima[:, c], out.cheap[:, c * CHUNK:min((c + 1) * CHUNK, len(vectors))].max(1))
+        np.testing.assert_array_equal(out.maxima[:, c],
+                                      out.cheap[:, c * CHUNK:min((c + 1) * CHUNK, len(vectors))].max(1))
 
 
 def test_without_onnxruntime_the_float_prefilter_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,10 +183,12 @@ def test_the_prefilter_graph_is_valid_onnx_without_importing_onnx() -> None:
     assert dims == [["n", 4], ["n", 2]]
 
 
+@pytest.mark.subprocess
 def test_building_an_index_imports_no_onnx() -> None:
-    code = ("import sys, numpy as np; import core.retrieval.prefilter as p; from core.retrieval.index import VectorIndex; "
-            "p.INT8_MIN_ROWS = 0; x = np.eye(8, dtype=np.float32); i = VectorIndex(x); print(type(i._prefilter).__name__, "
-            "i.search(x[3], 1)[1].tolist(), 'onnx' in sys.modules)")
+    code = ("import sys, numpy as np; import core.retrieval.prefilter as p; "
+            "from core.retrieval.index import VectorIndex; "
+            "p.INT8_MIN_ROWS = 0; x = np.eye(8, dtype=np.float32); i = VectorIndex(x); "
+            "print(type(i._prefilter).__name__, i.search(x[3], 1)[1].tolist(), 'onnx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["Int8Scores" if int8_exact() else "FloatScores", "[3]", "False"]
 

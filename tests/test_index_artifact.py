@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from core.retrieval.embedding import cache_key, corpus_embeddings
-from core.retrieval.artifact import ArtifactError, artifact_name, decode_payload, encode_payload, read_artifact, read_header, write_artifact
+from core.retrieval.artifact import (ArtifactError, artifact_name, decode_payload, encode_payload, read_artifact,
+                                     read_header, write_artifact)
 from core.data.registry import Registry
 from core.settings import PROJECT_ROOT
 

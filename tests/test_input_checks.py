@@ -204,7 +204,7 @@ def test_a_sqlite_file_damaged_in_the_middle_is_found_without_changing_it(tmp_pa
     path = tmp_path / "r.sqlite"
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE t (body TEXT)")
-        conn.executemany("INSERT INTO t VALUES (?)", [("row %d " % i * 40,) for i in range(3000)])
+        conn.executemany("INSERT INTO t VALUES (?)", [(f"row {i} " * 40,) for i in range(3000)])
     conn.close()
     assert sqlite_damage(path) is None
     blob = bytearray(path.read_bytes())

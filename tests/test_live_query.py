@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+import pytest
+
 from core.agents.factory import Agents
 from core.agents.llm.base import Usage
 from core.agents.llm.stream import current_sink
 from core.agents.stubs import Stub, StubOutcome
-from core.study.one_query import (LLMFailed, Planned, Retrieved, Stage, StubSearched, Writing, complete_stubs, run_query,
-                                  stage_label)
+from core.study.one_query import (LLMFailed, Planned, Retrieved, Stage, StubSearched, Writing, complete_stubs,
+                                  run_query, stage_label)
 from core.settings import Settings
 from tests.helpers import FakePlanner, FakeStubWriter, make_retriever
 
@@ -143,6 +145,7 @@ def test_the_parallel_schedule_runs_both_plans_at_once_and_emits_on_the_callers_
     assert sorted(shape(s) for s, _ in stages if isinstance(s, Planned)) == ["Planned:ptr", "Planned:rtp"]
 
 
+@pytest.mark.slow
 def test_the_sequential_schedule_plans_one_at_a_time() -> None:
     import pytest
 

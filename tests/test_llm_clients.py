@@ -161,6 +161,7 @@ def test_client_errors_are_not_retried(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.slow
 def test_slow_server_times_out(backend: str, server: FakeServer, sleeps: SleepRecorder) -> None:
     server.enqueue(*[Scripted(200, {}, delay_s=1.5) for _ in range(2)])
     with pytest.raises(LLMError) as info:
@@ -264,7 +265,8 @@ def test_generate_json_reports_llm_errors_without_raising(
 BLOCKED = {  # a reply the API's filter withheld -> what the error says
     "gemini_prompt": ("gemini", gemini_prompt_blocked("SAFETY"),
                       "the prompt was blocked by the API's safety filter (SAFETY)"),
-    "gemini_reply": ("gemini", gemini_reply_blocked("SAFETY"), "the reply was blocked by the API's safety filter (SAFETY)"),
+    "gemini_reply": ("gemini", gemini_reply_blocked("SAFETY"),
+                     "the reply was blocked by the API's safety filter (SAFETY)"),
     "gemini_recitation": ("gemini", gemini_reply_blocked("RECITATION"),
                           "the reply was blocked by the API's safety filter (RECITATION)"),
     "openai_content_filter": ("openai", openai_filtered(), "the reply was blocked by the API's content filter"),

@@ -3,14 +3,12 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from core.cli.llm_perf import decoder_against_llama_cpp, floor, memory_bandwidth
 from core.local_models import GEMMA_270M
-from tests.helpers import MODEL_CACHE, llama_built
+from tests.helpers import MODEL_CACHE, llama_built, needs_llama
 
-needs_model = pytest.mark.skipif(not llama_built() and not os.environ.get("CI"),
-                                 reason="llama.cpp is not built here: run `make llm`")
+needs_model = needs_llama(not llama_built() and not os.environ.get("CI"),
+                          reason="llama.cpp is not built here: run `make llm`")
 
 
 def test_the_ceiling_is_bandwidth_over_the_bytes_read_per_token() -> None:

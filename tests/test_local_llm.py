@@ -29,7 +29,7 @@ from core.local_models import GEMMA_270M
 from core.agents.prompts import STYLES
 from core.settings import PROJECT_ROOT, Settings
 from core.agents.stubs import LLMStubWriter
-from tests.helpers import MODEL_CACHE, free_port, llama_built
+from tests.helpers import MODEL_CACHE, free_port, llama_built, needs_llama
 
 QUERIES = ("find the top tracks of Taylor Swift on Spotify and then search YouTube for the official video",
            "I need a hotel in Barcelona for 3 nights and the exchange rate from EUR to GBP",
@@ -37,8 +37,8 @@ QUERIES = ("find the top tracks of Taylor Swift on Spotify and then search YouTu
 EndToEnd = tuple[Agents, list[QueryOutcome]]  # the agents and each query's outcome
 
 
-needs_model = pytest.mark.skipif(not llama_built() and not os.environ.get("CI"),
-                                 reason="llama.cpp is not built here: run `make llm`")
+needs_model = needs_llama(not llama_built() and not os.environ.get("CI"),
+                          reason="llama.cpp is not built here: run `make llm`")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,8 @@ def test_stubs_and_both_plans_parse_end_to_end(end_to_end: EndToEnd) -> None:
     agents, outcomes = end_to_end
     assert agents.stub_writer.model == "gemma-3-270m-q4_k_m"
     assert agents.stub_writer.prompt_version == STYLES["completion"].discovery_version
-    kernels = agents.stub_writer.client.client.provenance()["cpu_kernels"]  # stored with every run: AVX2 or AVX-512 kernels
+    # stored with every run: AVX2 or AVX-512 kernels
+    kernels = agents.stub_writer.client.client.provenance()["cpu_kernels"]
     assert kernels.startswith("CPU :") and "AVX2 = 1" in kernels
     for outcome in outcomes:
         out = outcome.to_json()
@@ -215,6 +216,7 @@ def test_a_damaged_default_model_is_assembled_again(tmp_path: Path) -> None:
     assert model.path == target and target.stat().st_size > 200_000_000
 
 
+@pytest.mark.subprocess
 def test_without_llama_cpp_rtp_still_answers_and_the_cli_says_how_to_install(tiny_env, tmp_path: Path,
                                                                              graph_cache: Path) -> None:
     """`import llama_cpp` failing (the wheel not built) is one line on stderr; RtP answers, exit 0."""

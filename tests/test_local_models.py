@@ -27,7 +27,7 @@ from core.agents.prompts import STYLES
 from core.agents.stubs import LLMStubWriter
 from core.backends import backend
 from core.local_models import GEMMA_270M, LOCAL_MODELS, QWEN_05B, LocalModelSpec, WheelPart, model_name_of
-from tests.helpers import MODEL_CACHE, llama_built
+from tests.helpers import MODEL_CACHE, llama_built, needs_llama
 
 
 def gguf_bytes(name: str, padding: int = 5000) -> bytes:
@@ -219,9 +219,9 @@ def test_every_declared_qwen_model_pins_every_part() -> None:
             assert spec.prompt_style == "chat" and spec.licence == "Apache-2.0"
 
 
-needs_gemma = pytest.mark.skipif(not llama_built() and not os.environ.get("CI"), reason="run `make llm`")
-needs_qwen = pytest.mark.skipif(not (MODEL_CACHE / "models" / QWEN_05B.file).is_file() and not os.environ.get("CI"),
-                                reason=f"run `make llm MODEL={QWEN_05B.name}`")
+needs_gemma = needs_llama(not llama_built() and not os.environ.get("CI"), reason="run `make llm`")
+needs_qwen = needs_llama(not (MODEL_CACHE / "models" / QWEN_05B.file).is_file() and not os.environ.get("CI"),
+                         reason=f"run `make llm MODEL={QWEN_05B.name}`")
 
 
 @needs_gemma

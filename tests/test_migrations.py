@@ -122,7 +122,8 @@ CREATE INDEX ix_query_results_run_id ON query_results (run_id);
 CREATED_AT = "2026-01-02 03:04:05.000006"
 RUN_SQL = ("INSERT INTO runs (id, kind, arch, subset, k, run_index, registry_name, registry_size, registry_hash, "
            "embedding_model, llm_backend, llm_model, backend_label, discovery_prompt_version, planner_prompt_version, "
-           "git_commit, n_queries, status, config, started_at, finished_at) VALUES (:id, 'main', :arch, 'G1_instruction', "
+           "git_commit, n_queries, status, config, started_at, finished_at) "
+           "VALUES (:id, 'main', :arch, 'G1_instruction', "
            "5, 0, 'small', 10, 'abc', 'fake', 'offline', 'offline-heuristic', 'offline heuristic, not an LLM', 'd1', "
            "'p1', 'abc123', 2, 'complete', :config, '2026-01-02 03:05:00', '2026-01-02 03:06:00')")
 RESULT_SQL = ("INSERT INTO query_results (run_id, query_uid, subset, query_id, k, recall_api_list, hits, stubs, "
@@ -363,6 +364,7 @@ def test_a_foreign_database_is_refused_and_left_untouched(tmp_path: Path) -> Non
     conn.close()
 
 
+@pytest.mark.slow
 def test_the_committed_database_opens_with_the_store_and_the_reader(tmp_path: Path) -> None:
     path = tmp_path / "results.sqlite"
     shutil.copyfile(COMMITTED, tmp_path / "results.sqlite.gz")

@@ -19,9 +19,8 @@ from core.study.main_study import run_main
 from core.study.catalog import BenchContext
 from core.study.hybrid import run_hybrid
 from core.evaluation.stats import bootstrap_ci
-from core.store.store import Store
 from core.agents.factory import Agents
-from tests.helpers import FakePlanner, FakeStubWriter, bench_context, make_queries, make_retriever, run_study
+from tests.helpers import FakePlanner, FakeStubWriter, bench_context, make_queries, run_study
 
 ZIP = "Find a 7-letter word, then get income data for ZIP code 98765."
 

@@ -141,6 +141,7 @@ def real_splits(real_data: Path) -> dict[str, list[list[SubRequest]]]:
     return by_subset
 
 
+@pytest.mark.slow
 def test_real_queries_names_are_valid_and_distinct(real_splits: dict[str, list[list[SubRequest]]]) -> None:
     for splits in real_splits.values():
         for parts in splits:
@@ -167,6 +168,7 @@ print(json.dumps([[(p.name, p.text) for p in split_subrequests(q)] for q in quer
 """
 
 
+@pytest.mark.subprocess
 def test_deterministic_on_real_queries_across_processes_and_hash_seeds(real_data: Path) -> None:
     """The same splits in two fresh processes with different string-hash seeds as in this one: no set or dict
     order, no state left from an earlier call, decides a split (the heuristic's stubs are stored and compared)."""

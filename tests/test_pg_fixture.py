@@ -12,6 +12,8 @@ import pytest
 
 from core.settings import PROJECT_ROOT
 
+pytestmark = pytest.mark.subprocess  # a fresh pytest per case
+
 NEEDS_SERVER = "tests/test_store.py::test_run_lifecycle_and_find_by_spec[postgresql]"
 
 

@@ -20,7 +20,7 @@ from core.local_models import GEMMA_270M
 from core.retrieval.discovery import Retriever
 from core.retrieval.records import Stub
 from core.study.edited_stubs import EDITED, search_edited
-from tests.helpers import MODEL_CACHE, llama_built, make_retriever
+from tests.helpers import MODEL_CACHE, llama_built, make_retriever, needs_llama
 
 QUERY = "Find hotels in London, check the currency exchange rate and look up my IP address."
 STUBS = [{"name": "search_hotels", "reasoning": "hotels in London"},
@@ -201,8 +201,8 @@ def test_a_model_that_cannot_load_fails_alone(retriever, capsys, tmp_path, monke
 GEMMA_FILE = MODEL_CACHE / "models" / GEMMA_270M.file
 
 
-@pytest.mark.skipif(not (llama_built() and GEMMA_FILE.is_file()) and not os.environ.get("CI"),
-                    reason="llama.cpp or gemma is not installed here: run `make llm`")
+@needs_llama(not (llama_built() and GEMMA_FILE.is_file()) and not os.environ.get("CI"),
+             reason="llama.cpp or gemma is not installed here: run `make llm`")
 @pytest.mark.slow
 def test_models_runs_a_real_local_model_beside_the_heuristic(retriever, capsys, monkeypatch) -> None:
     """gemma-3-270m as LOCAL_MODEL=path, so that its sha256 memo goes to the test's own CACHE_DIR."""

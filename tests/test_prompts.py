@@ -9,7 +9,8 @@ import pytest
 from google.genai import types
 
 from core.agents import prompts
-from core.agents.prompts import DISCOVERY_SCHEMA, DISCOVERY_VERSION, PLANNER_SCHEMA, PLANNER_VERSION, STYLES, validate_plan, validate_stubs
+from core.agents.prompts import (DISCOVERY_SCHEMA, DISCOVERY_VERSION, PLANNER_SCHEMA, PLANNER_VERSION, STYLES,
+                                 validate_plan, validate_stubs)
 from core.data.toolbench import display_name
 
 

@@ -189,6 +189,7 @@ def test_livemcpbench_ships_its_527_tools_95_tasks_and_the_unresolved_mentions(l
 
 
 @pytest.mark.skipif(not build.RAW_DIR.is_dir(), reason="no ../shared/registries beside this clone to rebuild from")
+@pytest.mark.slow
 def test_rebuilding_the_shipped_registries_is_byte_identical(tmp_path: Path) -> None:
     build.build(tmp_path)
     made = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())

@@ -62,6 +62,7 @@ def test_livemcpbench_keeps_its_unresolved_gold_counted(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
+@pytest.mark.slow
 def test_a_shipped_benchmark_answers_from_its_shipped_index(name: str, tmp_path: Path) -> None:
     from core.retrieval.assemble import build_retriever
 
@@ -81,7 +82,8 @@ def test_a_missing_benchmark_folder_says_how_to_restore_it(tmp_path: Path) -> No
 def test_parameters_join_the_document_and_toolbench_documents_stay_as_they_were() -> None:
     plain = Api("Weather", "forecast", "Data", "Daily forecast")
     assert plain.document == "Weather/forecast: Daily forecast"
-    with_params = Api("Weather", "forecast", "", "Daily forecast", parameters=(Param("city", "the city"), Param("days")))
+    with_params = Api("Weather", "forecast", "", "Daily forecast",
+                      parameters=(Param("city", "the city"), Param("days")))
     assert with_params.document == "Weather/forecast: Daily forecast Parameters: city: the city; days"
 
 
@@ -117,6 +119,7 @@ def test_each_registry_is_reported_apart(tmp_path: Path) -> None:
     assert ResultsReader(url, registry="full").runs().empty
 
 
+@pytest.mark.slow
 def test_the_cli_takes_any_registry(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                     tmp_path: Path) -> None:
     monkeypatch.setenv("CACHE_DIR", str(tmp_path))
@@ -170,4 +173,5 @@ def test_registry_gains_pair_each_registrys_queries_by_kind(tmp_path: Path) -> N
     # The report carries the same rows for every system, whichever registry it reports.
     across = build_report(ResultsReader(url, registry="full"), "api_list", None)["registries"]
     assert len(across["ours"]) == len(gains) and {r["system"] for r in across["ours"]} == {"fake"}
-    assert (kind_of("G1_tool"), kind_of("G3_instruction"), kind_of("out_domain_single")) == ("single", "multi", "single")
+    assert ((kind_of("G1_tool"), kind_of("G3_instruction"), kind_of("out_domain_single"))
+            == ("single", "multi", "single"))

@@ -11,7 +11,7 @@ import pytest
 
 import core.data.registry_cache as rc
 from core.data.toolbench import Api, load_registry
-from tests.helpers import SMALL_APIS, write_compact_data, write_official_layout
+from tests.helpers import SMALL_APIS, write_compact_data
 
 ODD = Api(" Spaced Tool", "naïve ünïcode \"quoted\"\n", "", "line one\nline two", "name_only")
 
@@ -72,7 +72,8 @@ def _record(source: Path, apis, **changes) -> bytes:
 def _flip_one_character(columns: bytes) -> bytes:
     """The same columns, one description character changed: still valid marshal, same length."""
     at = columns.index(b"line two")
-    return columns[:at] + b"l" + columns[at + 1:] if columns[at:at + 1] != b"l" else columns[:at] + b"L" + columns[at + 1:]
+    return (columns[:at] + b"l" + columns[at + 1:] if columns[at:at + 1] != b"l"
+            else columns[:at] + b"L" + columns[at + 1:])
 
 
 @pytest.mark.parametrize("forge", [

@@ -91,6 +91,7 @@ def test_names_are_slugs_and_never_taken_twice(tmp_path: Path) -> None:
         imports.remove(tmp_path, "ghost")
 
 
+@pytest.mark.slow
 def test_the_cli_adds_queries_and_removes_a_spec(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                                  tmp_path: Path, queries: Path) -> None:
     name = f"pytest-pets-{os.getpid()}"

@@ -296,7 +296,8 @@ def test_schema_params_cut_cycles_through_yaml_aliases_and_refs():
 
 
 def test_params_of_reads_a_schema_a_list_and_a_mapping_alike():
-    as_schema = params_of({"type": "object", "properties": {"x": {"type": "int", "description": "X"}}, "required": ["x"]})
+    as_schema = params_of({"type": "object", "properties": {"x": {"type": "int", "description": "X"}},
+                           "required": ["x"]})
     as_list = params_of([{"name": "x", "type": "int", "description": "X", "required": True}])
     as_mapping = params_of({"x": {"type": "int", "description": "X"}}, ["x"])
     assert as_schema == as_list == as_mapping == (Param("x", "X", "int", True),)

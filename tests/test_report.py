@@ -23,8 +23,8 @@ from core.study.query_result import QueryOutcome
 from core.evaluation.run_means import RUN_MEANS
 from tests.helpers import bench_context, run_means, run_means_both_ways, run_study
 
-SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width", "hybrid", "retrievers", "router",
-            "cost", "backends", "model_size", "distractors"}
+SECTIONS = {"main", "paired", "wins", "ksweep", "scaling", "divergence", "trajectory", "stubs", "search_width",
+            "hybrid", "retrievers", "router", "cost", "backends", "model_size", "distractors"}
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,8 @@ def test_table_columns_the_pages_use(study_url: str) -> None:
     main = reader.main_table()
     assert list(main.columns) == ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean", "ptr_std", "p_value", "test",
                                   "better", "n_queries", "runs"]
-    assert set(main["metric"]) == {"recall", "precision", "pass_rate_proxy"} and set(main["better"]) <= {"rtp", "ptr", "tie"}
+    assert (set(main["metric"]) == {"recall", "precision", "pass_rate_proxy"}
+            and set(main["better"]) <= {"rtp", "ptr", "tie"})
     pq = reader.per_query("G2_instruction")
     assert list(pq.columns) == PER_QUERY.names and len(pq) == 6 and set(pq["outcome"]) <= set(OUTCOMES)
     assert (pq["recall_diff"] == pq["ptr_recall"] - pq["rtp_recall"]).all()
@@ -101,7 +102,8 @@ def test_query_detail_is_the_type_run_query_returns(study_url: str) -> None:
     assert {"rtp_overlap", "same_as_rtp"} <= set(ptr) and "recall_relevant" in ptr and "stub_latency_s" in ptr
     swept = reader.query_detail("G2_instruction", 106, k=1)
     assert len(swept.get("rtp").hits) == 1 and swept.get("rtp").plan is None and swept.writing.stubs
-    assert reader.query_detail("G2_instruction", 9999) is None and reader.query_detail("G2_instruction", 106, k=7) is None
+    assert (reader.query_detail("G2_instruction", 9999) is None
+            and reader.query_detail("G2_instruction", 106, k=7) is None)
     assert QueryOutcome.from_json(json.loads(json.dumps(detail))) == stored  # the JSON keeps everything
 
 
@@ -110,7 +112,8 @@ def per_query_rows(url: str, kind: str) -> pd.DataFrame:
     path = url.removeprefix("sqlite:///")
     with sqlite3.connect(path) as conn:
         return pd.read_sql_query(
-            "SELECT q.*, r.arch, r.run_index, r.sub_size, r.sub_seed FROM query_results q JOIN runs r ON r.id = q.run_id "
+            "SELECT q.*, r.arch, r.run_index, r.sub_size, r.sub_seed FROM query_results q "
+            "JOIN runs r ON r.id = q.run_id "
             "WHERE r.kind = ? AND r.status = 'complete' AND q.error IS NULL", conn, params=(kind,))
 
 
@@ -123,6 +126,7 @@ def test_every_declared_run_mean_is_the_same_in_sql_and_in_python(study_url: str
     assert defined >= set(RUN_MEANS), f"never defined on the test study: {sorted(set(RUN_MEANS) - defined)}"
 
 
+@pytest.mark.slow
 def test_sql_run_means_match_the_pandas_analyses(study_url: str) -> None:
     """The reader averages per run in SQL; the pure analyses over the declared means in Python give the same tables."""
     reader = ResultsReader(study_url)
@@ -144,6 +148,7 @@ def test_sql_run_means_match_the_pandas_analyses(study_url: str) -> None:
         pd.testing.assert_frame_equal(reader.trajectory(gold), expected, check_dtype=False)
 
 
+@pytest.mark.subprocess
 def test_reading_needs_neither_registry_nor_model(study_url: str) -> None:
     """In a fresh interpreter: every read method works and faiss, torch and the registry loader stay unloaded."""
     code = f"""
@@ -207,6 +212,7 @@ def test_returned_frames_are_copies(study_url: str) -> None:
     assert reader.main_table().loc[0, "rtp_mean"] != 123.0
 
 
+@pytest.mark.slow
 def test_build_report_has_both_sides_and_is_strict_json(study_url: str) -> None:
     report = build_report(ResultsReader(study_url), "api_list")
     assert set(report["sections"]) == SECTIONS
@@ -232,6 +238,7 @@ def test_paper_main_rows_keep_the_judged_pass_rate_apart() -> None:
     assert "pass_rate" in g1 and "pass_rate_proxy" not in g1
 
 
+@pytest.mark.subprocess
 def test_report_cli(study_url: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = cli("report", "--json", "--db", study_url)  # one real process: the entry point as users run it
     assert out.returncode == 0, out.stderr
@@ -266,6 +273,7 @@ def test_bench_all_then_report_through_the_cli(tiny_env: dict[str, str], capsys:
     assert recall_tests == {"n/a (no variance across runs)"}  # the offline heuristic gives identical runs
 
 
+@pytest.mark.slow
 def test_leaderboard_puts_every_backend_beside_the_paper(tmp_path: Path) -> None:
     """Two backends' studies in one database: one row per system, architecture and subset, the paper's too."""
     from core.study.hybrid import run_hybrid
@@ -298,7 +306,8 @@ def test_leaderboard_puts_every_backend_beside_the_paper(tmp_path: Path) -> None
     g2 = pq[pq["subset"] == "G2_instruction"]["ptr_recall"].astype(float)
     assert row["recall"] == pytest.approx(g2.mean())
     assert (row["recall_low"], row["recall_high"]) == bootstrap_ci(g2.tolist())
-    assert (row["llm_backend"], row["gold"], row["k"], row["runs"], row["commit"]) == ("fake", "api_list", 5, 1, "abc123")
+    assert ((row["llm_backend"], row["gold"], row["k"], row["runs"], row["commit"])
+            == ("fake", "api_list", 5, 1, "abc123"))
     ours = board[board["system"] != PAPER_SYSTEM]
     assert ((ours["recall_low"] <= ours["recall"] + 1e-12) & (ours["recall"] <= ours["recall_high"] + 1e-12)).all()
     paper = board[board["system"] == PAPER_SYSTEM].set_index(["arch", "subset"])

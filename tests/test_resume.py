@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -43,6 +44,7 @@ def count_rows(url: str) -> int:
         return 0
 
 
+@pytest.mark.subprocess
 def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path, db_url: str) -> None:
     url = db_url
     script = tmp_path / "bench.py"

@@ -72,8 +72,10 @@ def test_the_table_sets_each_retriever_beside_the_main_study_with_paired_differe
         "main study", "retriever axis"}
     assert (table["n"] == 6).all() and len(table) == 2 * 2  # two subsets x (main study + the other retriever)
     row = table[(table["retriever"] == "other-bow-64") & (table["subset"] == "G2_instruction")].iloc[0]
-    runs = {r.spec.arch: r.id for r in store.runs(kind="retrievers") if r.id in ids and r.spec.subset == "G2_instruction"}
-    recall = {arch: {r["query_uid"]: r["recall_api_list"] for r in store.results(run_id, ("query_uid", "recall_api_list"))}
+    runs = {r.spec.arch: r.id for r in store.runs(kind="retrievers")
+            if r.id in ids and r.spec.subset == "G2_instruction"}
+    recall = {arch: {r["query_uid"]: r["recall_api_list"]
+                     for r in store.results(run_id, ("query_uid", "recall_api_list"))}
               for arch, run_id in runs.items()}
     expected = np.mean([recall["ptr"][uid] - recall["rtp"][uid] for uid in recall["rtp"]])
     assert abs(row["ptr_minus_rtp"] - expected) < 1e-9 and row["ptr_low"] <= row["ptr_minus_rtp"] <= row["ptr_high"]

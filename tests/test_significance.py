@@ -54,6 +54,7 @@ def recall_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarr
 
 # --------------------------------------------------------------------------------------------- Wilcoxon
 
+@pytest.mark.slow
 def test_wilcoxon_exact_distribution_for_1_to_50_pairs_without_ties_or_zeros() -> None:
     rng = np.random.default_rng(0)
     for n in range(1, 51):
@@ -93,6 +94,7 @@ def test_wilcoxon_with_ties_or_zeros_above_13_pairs_uses_the_normal_approximatio
         check_wilcoxon(d, np.zeros(n))
 
 
+@pytest.mark.slow
 def test_wilcoxon_with_ties_or_zeros_up_to_13_pairs_enumerates_every_sign() -> None:
     """scipy runs a permutation test here (exhaustive: 2**n <= 8192 < 9999 resamples); it costs seconds at
     n = 12-13 (one case each in the tests below), so more cases below that, plus a brute-force check of every
@@ -127,6 +129,7 @@ def brute_force_p(d: np.ndarray) -> float:
     return min(1.0, 2 * min(less, greater))
 
 
+@pytest.mark.slow
 def test_wilcoxon_choice_at_the_boundaries() -> None:
     """The exact test up to 50 tie-free pairs and the normal one at 51; enumeration up to 13 pairs with a
     tie and the normal one at 14: the p-values differ across each boundary, and agree with scipy on both sides."""
@@ -255,6 +258,7 @@ PAGE_ANALYSES = textwrap.dedent("""
 """)
 
 
+@pytest.mark.subprocess
 def test_the_pages_analyses_do_not_import_scipy_stats() -> None:
     """In a fresh interpreter: this process imported scipy.stats above, which would hide an import."""
     done = subprocess.run([sys.executable, "-c", PAGE_ANALYSES], cwd=PROJECT_ROOT, capture_output=True, text=True,

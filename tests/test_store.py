@@ -139,6 +139,7 @@ def test_git_commit_is_head_or_unknown(tmp_path: Path) -> None:
     assert git_commit(tmp_path) == "unknown"
 
 
+@pytest.mark.slow
 def test_reading_while_a_writer_commits_raises_no_lock_error(db_url: str) -> None:
     url = db_url
     store = Store(url)
@@ -159,7 +160,7 @@ def test_reading_while_a_writer_commits_raises_no_lock_error(db_url: str) -> Non
                 i += 2
                 if i % 20 == 1:  # status changes too, which invalidates the reader's cache
                     writer.finish_run(writer.start_run(spec(run_index=i), 0, "x"))
-        except BaseException as exc:  # noqa: BLE001 - reported to the test thread
+        except BaseException as exc:  # reported to the test thread
             errors.append(exc)
         finally:
             writer.close()

@@ -78,6 +78,7 @@ def rows_per_run(url: str) -> list[int]:
                                      "GROUP BY runs.id ORDER BY runs.id")]
 
 
+@pytest.mark.subprocess
 def test_the_same_bench_reports_the_same_on_both_stores(benched: dict[str, str],
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     urls = benched
@@ -89,8 +90,10 @@ def test_the_same_bench_reports_the_same_on_both_stores(benched: dict[str, str],
     assert rows_per_run(urls["sqlite"]) == rows_per_run(urls["postgresql"])
 
 
-def test_db_copy_both_ways_keeps_every_run_and_reads_the_same(benched: dict[str, str], pg_server: PostgresServer,
-                                                              tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.subprocess
+def test_db_copy_both_ways_keeps_every_run_and_reads_the_same(
+        benched: dict[str, str], pg_server: PostgresServer, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """SQLite -> PostgreSQL -> SQLite: every finished run with its rows, the report unchanged (times included: they
     are the same runs), and a second copy adds nothing."""
     original = benched["sqlite"]
@@ -173,7 +176,8 @@ def test_strings_postgresql_refuses_are_stored_alike_on_both(db_url: str) -> Non
         {"query_uid": "G1_instruction:1", "stub_error": "stubfailed", "error": "ValueError",
          "hits": [{"tool_name": "T", "api_name": "ab", "score": 0.5}]}]
     assert ResultsReader(db_url).runs()["config"].tolist() == [{"limit": "ab"}]
-    assert query(db_url, "SELECT llm_model, backend_label, git_commit FROM runs") == [(stored_model, "labelend", "abc123")]
+    assert (query(db_url, "SELECT llm_model, backend_label, git_commit FROM runs")
+            == [(stored_model, "labelend", "abc123")])
     store.close()
 
 

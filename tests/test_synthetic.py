@@ -12,6 +12,8 @@ from core.retrieval.index import VectorIndex
 from core.retrieval.synthetic import BLOCK, SYNTHETIC_TOOL, DistractorModel, DistractorRetriever, top_cosines
 from tests.helpers import FakeEncoder
 
+pytestmark = pytest.mark.slow  # the distractor model's fit: seconds of numpy
+
 
 def clustered(rng: np.random.Generator, n: int, dim: int = 32, clusters: int = 30) -> np.ndarray:
     centres = rng.standard_normal((clusters, dim))

@@ -17,7 +17,8 @@ from core.settings import Settings
 from tests.helpers import SMALL_APIS
 
 PLAIN = "find hotels in London and the GBP rate"
-LACED = "find\u200bhotels\u200c in\u200d Lon\u2060don and the \ufeffGBP rate\u200e"  # ZWSP between words, the rest inside
+# ZWSP between words, the rest inside
+LACED = "find\u200bhotels\u200c in\u200d Lon\u2060don and the \ufeffGBP rate\u200e"
 
 
 def test_normalise_folds_compatibility_forms_and_drops_format_characters() -> None:

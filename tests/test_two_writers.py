@@ -11,11 +11,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.settings import PROJECT_ROOT
 from tests.helpers import make_queries
 from tests.stores import PostgresServer, query
+
+pytestmark = pytest.mark.subprocess
 
 SCRIPT = """
 import sys, time

@@ -26,6 +26,8 @@ from core.store.store import Store
 from tests.helpers import bench_context, fake_agents, make_queries, make_retriever
 from tests.stores import STORES, query
 
+pytestmark = pytest.mark.subprocess
+
 SCRIPT = """
 import sys, time
 from pathlib import Path

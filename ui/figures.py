@@ -198,9 +198,11 @@ def scaling(df: pd.DataFrame, paper_divergence: pd.DataFrame) -> go.Figure:
             if len(part):
                 fig.add_trace(go.Scatter(
                     x=part["size"], y=part["recall_mean"], name=f"{subset} {ARCH_NAMES[arch]}",
-                    legendgroup=f"{subset}-{arch}", mode="lines+markers", line={"color": ARCH_COLORS[arch], "dash": dash},
+                    legendgroup=f"{subset}-{arch}", mode="lines+markers",
+                    line={"color": ARCH_COLORS[arch], "dash": dash},
                     error_y={"type": "data", "array": part["recall_std"].fillna(0.0), "visible": True},
-                    hovertemplate=subset + " " + ARCH_NAMES[arch] + "<br>size %{x:,}<br>recall %{y:.3f}<extra></extra>"),
+                    hovertemplate=(subset + " " + ARCH_NAMES[arch]
+                                   + "<br>size %{x:,}<br>recall %{y:.3f}<extra></extra>")),
                     row=1, col=1)
         div = df[(df["subset"] == subset)].dropna(subset=["divergence_not_identical"]).drop_duplicates("size")
         if len(div):
@@ -350,7 +352,8 @@ def cosine_hist(df: pd.DataFrame, paper: pd.DataFrame) -> go.Figure:
     for correct, name, color in ((True, "correct (top-1 is gold)", "#2ca02c"), (False, "incorrect", "#9467bd")):
         part = df[df["correct"].astype(bool) == correct]
         if len(part):
-            fig.add_trace(go.Histogram(x=part["cosine"], name=f"{name} (n={len(part)}, mean {part['cosine'].mean():.3f})",
+            fig.add_trace(go.Histogram(x=part["cosine"],
+                                       name=f"{name} (n={len(part)}, mean {part['cosine'].mean():.3f})",
                                        marker_color=color, opacity=0.6, nbinsx=40))
     for row in paper.itertuples():
         fig.add_vline(x=row.cosine, line_dash="dot", line_color="#2ca02c" if row.correct else "#9467bd")
@@ -445,7 +448,8 @@ def router_curve(curve: pd.DataFrame, table: pd.DataFrame, threshold: float | No
     at = threshold if threshold is not None and math.isfinite(threshold) else float(curve["threshold"].median())
     fig.add_trace(go.Scatter(x=[at], y=[row["router_recall"]], mode="markers",
                              name=f"router, cross-validated ({row['router_recall']:.3f})",
-                             marker={"symbol": "star", "size": 16, "color": "#2ca02c", "line": {"width": 1, "color": "#111"}},
+                             marker={"symbol": "star", "size": 16, "color": "#2ca02c",
+                                     "line": {"width": 1, "color": "#111"}},
                              hovertemplate="cross-validated router<br>recall %{y:.3f}<extra></extra>"))
     if threshold is not None and math.isfinite(threshold):
         fig.add_vline(x=threshold, line={"color": "#2ca02c", "width": 1})
@@ -530,7 +534,8 @@ def registry_gains(table: pd.DataFrame, system: str, paper: pd.DataFrame | None 
         if paper is not None and not paper.empty:
             mine = paper[paper["kind"] == kind]
             fig.add_trace(go.Bar(
-                x=["paper: ToolBench"] * len(mine), y=mine["mean_diff"].tolist(), name=f"paper, {kind}", legendgroup=kind,
+                x=["paper: ToolBench"] * len(mine), y=mine["mean_diff"].tolist(), name=f"paper, {kind}",
+                legendgroup=kind,
                 showlegend=False, marker={"color": colour, "pattern": {"shape": "/"}, "opacity": 0.6},
                 customdata=mine[["n", "subsets"]].to_numpy(),
                 hovertemplate="the paper (Gemini 2.5 Flash, gte-base), " + kind + ": %{y:+.3f} (%{customdata[1]}; "

@@ -36,7 +36,7 @@ class IndexJob:
     def run(self) -> None:
         try:
             self.retriever, self.info = build_retriever(self.settings, progress=self.progress, notify=self.note)
-        except Exception as exc:  # noqa: BLE001 - any failure is shown on the page instead of a dead thread
+        except Exception as exc:  # any failure is shown on the page instead of a dead thread
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             self._finished.set()
@@ -81,7 +81,8 @@ class IndexJob:
     def status(self) -> str:
         """One line for status displays."""
         if self.info is not None:
-            how = {"artifact": "loaded from the shipped index", "cache": "loaded from cache"}.get(self.info.source, "built")
+            how = {"artifact": "loaded from the shipped index",
+                   "cache": "loaded from cache"}.get(self.info.source, "built")
             return f"{self.info.size:,} APIs · {how} in {self.info.seconds:.1f} s"
         if self.error:
             return f"failed: {self.error}"

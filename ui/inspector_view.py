@@ -1,8 +1,8 @@
 """The Inspector's view as URL parameters, and pure helpers over a query's result (core.study.query_result).
 
 A view is a query (free text `q`, or a benchmark query `qid` like `G1_instruction:577`), `k`, the
-LLM `backend` and the `retriever` (absent: the studies' own). Parsing never raises: a bad parameter becomes a message and a default, so a
-hand-edited or truncated link still opens a page.
+LLM `backend` and the `retriever` (absent: the studies' own). Parsing never raises: a bad parameter becomes a
+message and a default, so a hand-edited or truncated link still opens a page.
 """
 from __future__ import annotations
 

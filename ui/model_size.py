@@ -35,7 +35,7 @@ def _table(url: str, version: tuple[int, ...], gold: str, copy_rates: bool, _set
 def model_size_frame(settings: Settings, gold: str, copy_rates: bool = True) -> pd.DataFrame | None:
     try:
         return _table(settings.results_url, db_version(settings), gold, copy_rates, settings, results(settings)).copy()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         error(f"Reading the model-size table failed: {exc}", settings)
         return None
 

@@ -33,7 +33,8 @@ def _coupling(_settings: Settings, url: str, system: str, names: tuple[str, ...]
 
 def _source(system: str, settings: Settings, gold: str) -> dict:
     backend, _, model = system.partition(":")
-    return {"llm_backend": backend, "llm_model": model, "embedding_model": settings.embedding_model, "gold": gold, "k": 5}
+    return {"llm_backend": backend, "llm_model": model, "embedding_model": settings.embedding_model, "gold": gold,
+            "k": 5}
 
 
 def across_registries(settings: Settings, gold: str) -> None:
@@ -44,13 +45,15 @@ def across_registries(settings: Settings, gold: str) -> None:
         return
     system = st.selectbox("System", systems, index=systems.index("offline") if "offline" in systems else 0,
                           key="registry_system", bind="query-params",
-                          help="Whose stored studies: every system with a main study, those on the most registries first.")
+                          help="Whose stored studies: every system with a main study, those on the most registries "
+                               "first.")
     st.caption("Does the crossover hold beyond ToolBench? PtR − RtP recall@5 on each registry's single- and "
                "multi-tool queries, paired query by query, with bootstrap 95% intervals; hatched: the paper's "
                "ToolBench figures (Gemini 2.5 Flash, gte-base; G2 and G3 pooled by count, no interval reported).")
     table = _gains(settings.results_url, system, gold, settings.cache_dir, db_version(settings))
     st.plotly_chart(db_figure(settings, ("registry_gains", gold, system),
-                              lambda: figures.registry_gains(table, system, paper_gains(load_paper(root=settings.root))),
+                              lambda: figures.registry_gains(table, system,
+                                                             paper_gains(load_paper(root=settings.root))),
                               _source(system, settings, gold)), width="stretch")
     with st.expander("The figures: RtP, PtR and hybrid recall@5 per registry"):
         shown = table.rename(columns={"mean_diff": "ptr_minus_rtp", "hybrid_diff": "hybrid_minus_rtp"})

@@ -63,7 +63,7 @@ def import_form(settings: Settings) -> None:
             with st.spinner(f"Embedding {len(staged.registry):,} APIs…"):
                 build_retriever(settings, registry=staged.registry)
             imports.commit(staged)
-        except Exception as exc:  # noqa: BLE001 - whatever failed, nothing was kept
+        except Exception as exc:  # whatever failed, nothing was kept
             imports.discard(staged)
             error(f"Not imported (nothing was kept): {exc}", settings)
             return

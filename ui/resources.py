@@ -38,7 +38,7 @@ def stored_studies(settings: Settings) -> list[str]:
     none when the store cannot be read (the pages say why)."""
     try:
         return _summary(settings.results_url, settings.cache_dir).systems(settings.registry_declared.study_registry)
-    except Exception:  # noqa: BLE001 - a missing or damaged store is reported by the page, not the sidebar
+    except Exception:  # a missing or damaged store is reported by the page, not the sidebar
         return []
 
 
@@ -162,10 +162,12 @@ def gold_traces(query: str, writing: StubWriting | None, gold: frozenset, retrie
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _figure(url: str, version: tuple[int, ...], key: tuple, subtitle: str, _build: Callable[[], go.Figure]) -> go.Figure:
+def _figure(url: str, version: tuple[int, ...], key: tuple, subtitle: str,
+            _build: Callable[[], go.Figure]) -> go.Figure:
     fig = _build()
     if subtitle:
-        fig.update_layout(title_subtitle_text=plot_text(subtitle, 200), title_subtitle_font={"size": 11, "color": "#666"})
+        fig.update_layout(title_subtitle_text=plot_text(subtitle, 200),
+                          title_subtitle_font={"size": 11, "color": "#666"})
     return fig
 
 

@@ -155,18 +155,18 @@ def leaderboard_view(board: pd.DataFrame, metric: str) -> pd.DataFrame:
     order = subset_order(board["subset"])
     systems = list(dict.fromkeys(board["system"]))
     rows = []
-    for (system, arch), part in board.groupby(["system", "arch"], sort=False):
+    for (system, arch_key), part in board.groupby(["system", "arch"], sort=False):
         by_subset = part.set_index("subset")
-        row = {"system": system, "architecture": ARCH_LABELS.get(arch, arch)}
+        row = {"system": system, "architecture": ARCH_LABELS.get(arch_key, arch_key)}
         for subset in order:
             have = subset in by_subset.index
             row[subset] = float(by_subset.at[subset, metric]) if have else math.nan
-            row[f"{subset} 95% CI"] = (fmt_ci(by_subset.at[subset, f"{metric}_low"], by_subset.at[subset, f"{metric}_high"])
-                                       if have else "–")
+            row[f"{subset} 95% CI"] = (fmt_ci(by_subset.at[subset, f"{metric}_low"],
+                                              by_subset.at[subset, f"{metric}_high"]) if have else "–")
         shared = [float(by_subset.at[s, metric]) for s in PAPER_SUBSETS if s in by_subset.index]
         row[MEAN_COLUMN] = sum(shared) / len(shared) if len(shared) == len(PAPER_SUBSETS) else math.nan
         row.update({c: part[c].iloc[0] for c in LEADERBOARD_PROVENANCE})
-        row["_order"] = (systems.index(system), ARCH_ORDER.get(arch, 9))
+        row["_order"] = (systems.index(system), ARCH_ORDER.get(arch_key, 9))
         rows.append(row)
     return pd.DataFrame(rows).sort_values("_order").drop(columns="_order").reset_index(drop=True)
 
@@ -230,14 +230,16 @@ def df_sorted(df: pd.DataFrame) -> pd.DataFrame:
 
 
 PLANNER_DEFINITIONS = {
-    "fidelity": "share of the APIs the planner named that were in the retrieved list it was given (1.0 = it invented none)",
+    "fidelity": ("share of the APIs the planner named that were in the retrieved list it was given "
+                 "(1.0 = it invented none)"),
     "selection_rate": "APIs the planner selected ÷ k: how much of the retrieved list it used",
     "steps": "plan steps per query",
     "apis_named": "APIs the planner named per query",
     "refusal_rate": "share of queries where the planner said no retrieved API can do the task",
     "parse_error_rate": "share of planner replies that were not usable JSON",
     "complete_miss_rate": "share of queries whose retrieved list held no gold API (recall 0)",
-    "wrong_tool_rate": "on complete misses: share where the planner still selected something (necessarily the wrong tool)",
+    "wrong_tool_rate": ("on complete misses: share where the planner still selected something "
+                        "(necessarily the wrong tool)"),
     "refusal_on_miss": "on complete misses: share where the planner refused (the honest answer)",
     "planner_jaccard": "mean Jaccard overlap of RtP's and PtR's selected APIs per query (same on both rows)",
 }

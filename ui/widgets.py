@@ -81,7 +81,7 @@ def results_ready(settings: Settings) -> bool:
         if reader.available():
             return True
         trouble = reader.trouble()
-    except Exception as exc:  # noqa: BLE001 - a broken or foreign database must not show a traceback
+    except Exception as exc:  # a broken or foreign database must not show a traceback
         trouble = database_trouble(settings, exc)
     if trouble:  # damaged, another schema, unreachable: not "missing or empty"
         error(f"The results database could not be read: {trouble}", settings)
@@ -97,7 +97,7 @@ def safe_read(settings: Settings, read: Callable[..., T], *args: Any, **kwargs: 
     shared reader; on failure an error line and None, never a traceback."""
     try:
         return read(results(settings), *args, **kwargs)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         error(f"Reading {read.__name__} from the results database failed: {database_trouble(settings, exc)}", settings)
         return None
 
@@ -306,7 +306,7 @@ def stored_router_fit(settings: Settings, gold: str, k: int, study: str | None) 
     a traceback, when the store cannot be read."""
     try:
         return router_fit(settings, gold, k, study)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         error(f"Reading the router's fit from the results database failed: {database_trouble(settings, exc)}", settings)
         return None
 

@@ -21,7 +21,7 @@ def _install(out: Path) -> None:
 
     counter, lock, original = itertools.count(), threading.Lock(), script_runner.ScriptRunner._run_script
 
-    def profiled(self, rerun_data):  # noqa: ANN001 - Streamlit's private signature
+    def profiled(self, rerun_data):  # Streamlit's private signature
         profile, started = cProfile.Profile(), time.perf_counter()
         profile.enable()
         try:

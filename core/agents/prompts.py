@@ -165,7 +165,8 @@ Functions: {"stubs": [{"name": "get_crypto_price", "reasoning": "the price of Bi
 {"name": "convert_currency", "reasoning": "how much is 0.5 BTC in US dollars"}]}
 
 Request: Please check with the MailCheck API whether the e-mail address of my new client is valid.
-Functions: {"stubs": [{"name": "validate_email_address", "reasoning": "check with the MailCheck API whether the e-mail address is valid"}]}
+Functions: {"stubs": [{"name": "validate_email_address", \
+"reasoning": "check with the MailCheck API whether the e-mail address is valid"}]}
 
 Request: Show the Premier League table, the latest scores and the top scorers of the season.
 Functions: {"stubs": [{"name": "get_league_table", "reasoning": "the Premier League table"}, \
@@ -302,13 +303,14 @@ class PromptStyle:
 
     def planner(self, query: str, apis: list[tuple[str, str]]) -> str:
         """`apis` holds (display name "tool/api", description) in retrieval order."""
-        lines = [f"{i}. {name.strip()}: {_short(desc, self.description_chars)}" for i, (name, desc) in enumerate(apis, 1)]
+        lines = [f"{i}. {name.strip()}: {_short(desc, self.description_chars)}"
+                 for i, (name, desc) in enumerate(apis, 1)]
         listing = "\n".join(lines) or "(no APIs were found)"
         return self.planner_template.substitute(apis=listing, query=query.strip())
 
 
-def _style(name: str, discovery: Template, planner: Template, chars: int, discovery_schema: Callable[[], dict[str, Any]],
-           planner_schema: Callable[[list[str]], dict[str, Any]],
+def _style(name: str, discovery: Template, planner: Template, chars: int,
+           discovery_schema: Callable[[], dict[str, Any]], planner_schema: Callable[[list[str]], dict[str, Any]],
            plan_from_reply: Callable[[dict[str, Any], list[str]], dict[str, Any]], prefix: str = "") -> PromptStyle:
     """A style with its versions: a hash of its templates and schemas (a grammar-bound style's also names the
     grammar's version), so any edit is a new version."""

@@ -87,5 +87,6 @@ def coupling_report(settings: Settings, url: str, system: str, k: int, names: Se
                     retriever_for: RetrieverFor) -> dict:
     """The whole answer for `system` over the registries `names`: summarise()'s cells, pooled figures, router
     transfer and bins, with the measure named; empty cells when nothing of `system` is stored."""
-    rows = [row for name in names for row in coupling_rows(settings.with_(registry=name), url, system, k, retriever_for)]
+    rows = [row for name in names
+            for row in coupling_rows(settings.with_(registry=name), url, system, k, retriever_for)]
     return {"system": system, "k": k, "measure": MEASURE, **summarise(rows)}

@@ -55,7 +55,7 @@ class DiskMemo:
         if data is not None:
             try:
                 return pickle.loads(data)
-            except Exception as exc:  # noqa: BLE001 - an unreadable table is computed again
+            except Exception as exc:  # an unreadable table is computed again
                 log.warning("cached results table %s could not be read (%s); computing it again", path.name, exc)
         value = compute()
         self._keep(path, value)

@@ -69,7 +69,8 @@ def evidence_table(report: dict[str, Any]) -> pd.DataFrame:
 def provenance_fields(report: dict[str, Any]) -> dict[str, Any]:
     """What every export of these tables carries."""
     p = report.get("provenance", {})
-    return {"benchmark": "python -m core index-scale", "label": report.get("label"), "commit": str(p.get("commit"))[:10],
+    return {"benchmark": "python -m core index-scale", "label": report.get("label"),
+            "commit": str(p.get("commit"))[:10],
             "seed": p.get("seed"), "queries": p.get("queries"), "k": report.get("k"),
             "registry": f"{p.get('registry')} ({p.get('registry_size', 0):,} APIs)",
             "embedding_model": p.get("embedding_model"), "cpus": (p.get("machine") or {}).get("cpus"),

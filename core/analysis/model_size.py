@@ -122,7 +122,8 @@ def paper_rows(paper: Mapping[str, Any]) -> list[dict[str, Any]]:
                 table4 = {"stubs_per_query": _mid(stubs.get("stubs_per_query")),
                           "unique_name_rate": _mid(stubs.get("unique_name_rate")),
                           "top1_match_rate": (stubs.get("top1_match_rate") or {}).get(short, math.nan),
-                          "cosine_correct": ((stubs.get("cosine_top1") or {}).get(short) or {}).get("correct", math.nan),
+                          "cosine_correct": ((stubs.get("cosine_top1") or {}).get(short) or {}).get("correct",
+                                                                                                     math.nan),
                           "cosine_incorrect": ((stubs.get("cosine_top1") or {}).get(short) or {}).get("incorrect",
                                                                                                        math.nan)}
             rows.append({"model": label, "parameters": parameters, "source": "paper", "subset": subset,

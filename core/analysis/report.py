@@ -15,7 +15,8 @@ from typing import Any
 import pandas as pd
 
 from core.analysis import model_size, paper as paper_figures
-from core.analysis.tables import DISTRACTOR_NOTE, HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL, ptr_gain
+from core.analysis.tables import (DISTRACTOR_NOTE, HYBRID_NOTE, PAIRED_TESTS, PASS_RATE_DEFINITION, PASS_RATE_LABEL,
+                                  ptr_gain)
 from core.analysis.provenance import plans_text
 from core.analysis.reader import ResultsReader
 from core.analysis.retriever_axis import NOTE as RETRIEVER_NOTE
@@ -259,14 +260,15 @@ def render_text(report: dict[str, Any]) -> str:
              f"{setup.get('runs')} run(s), plans of {plans_text(setup.get('planner_sample'))}, "
              f"commit {str(setup.get('git_commit'))[:12]}",
              f"paper: {(report.get('paper_setup') or {}).get('embedding_model')}, "
-             f"{(report.get('paper_setup') or {}).get('llm')}, registry {(report.get('paper_setup') or {}).get('registry_size')}",
+             f"{(report.get('paper_setup') or {}).get('llm')}, "
+             f"registry {(report.get('paper_setup') or {}).get('registry_size')}",
              report["gold_note"], report["pass_rate_note"], ""]
     sections = report["sections"]
     main = sections["main"]
     ours = [{**row, "metric": PASS_RATE_LABEL if row["metric"] == "pass_rate_proxy" else row["metric"]}
             for row in main["ours"]]
     lines += [f"== {main['title']}", _table(ours, ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean",
-                                                            "ptr_std", "p_value", "test", "better", "n_queries", "runs"]),
+                                                   "ptr_std", "p_value", "test", "better", "n_queries", "runs"]),
               "  paper (Gemini 2.5 Flash, gte-base):",
               _table(main["paper"], ["subset", "metric", "rtp_mean", "rtp_std", "ptr_mean", "ptr_std", "p_value"]),
               f"  {main['note']}", ""]
@@ -275,7 +277,8 @@ def render_text(report: dict[str, Any]) -> str:
             continue
         lines += [f"== {section['title']}", _table(section["ours"])]
         if section.get("notes"):
-            lines += ["  skipped: " + "; ".join(f"{n['subset']} size {n['size']}: {n['note']}" for n in section["notes"])]
+            lines += ["  skipped: " + "; ".join(f"{n['subset']} size {n['size']}: {n['note']}"
+                                                for n in section["notes"])]
         if section.get("note"):
             lines += [f"  {section['note']}"]
         if (section.get("fit") or {}).get("threshold") is not None:

@@ -45,7 +45,7 @@ def axis_table(runs: pd.DataFrame, rows: pd.DataFrame, gold: str = "api_list") -
     out: list[dict] = []
     done: set[tuple[str, str, str]] = set()
     axis = runs[runs["kind"] == "retrievers"]
-    for (system, retriever, subset), part in axis.groupby(["backend_label", "embedding_model", "subset"]):
+    for (_system, retriever, subset), part in axis.groupby(["backend_label", "embedding_model", "subset"]):
         setup = part.iloc[0]
         ids = {arch: int(part[part["arch"] == arch]["id"].iloc[-1]) for arch in part["arch"].unique()}
         sources = {arch: int(part[part["arch"] == arch]["source_run_id"].iloc[-1]) for arch in ("rtp", "ptr")

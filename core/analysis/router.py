@@ -25,9 +25,9 @@ ALL = "all"
 FOLDS, SEED = 5, 0  # the cross-validation: fixed, so every page and report shows the same split
 ROUTER_NOTE = ("a query goes to PtR when RtP's top-1 cosine is below the threshold, else to RtP; the threshold is "
                f"fitted on {FOLDS - 1} of {FOLDS} folds and applied to the held-out one (stratified by subset), so "
-               "router_recall is out of sample; share_to_ptr is the share of queries that need the discovery call; vs_best_single compares with the "
-               "better fixed architecture on the same queries (Wilcoxon p); oracle_recall picks the better side "
-               "per query and is an upper bound")
+               "router_recall is out of sample; share_to_ptr is the share of queries that need the discovery call; "
+               "vs_best_single compares with the better fixed architecture on the same queries (Wilcoxon p); "
+               "oracle_recall picks the better side per query and is an upper bound")
 TABLE_COLUMNS = ["subset", "n", "rtp_recall", "ptr_recall", "router_recall", "oracle_recall", "share_to_ptr",
                  "best_single", "vs_best_single", "p_vs_best"]
 CV_COLUMNS = ["subset", "query_id", "fold", "threshold", "to_ptr", "rtp_recall", "ptr_recall", "router_recall"]

@@ -180,7 +180,8 @@ def per_query(df: pd.DataFrame, gold: str = "api_list") -> pd.DataFrame:
     out["outcome"] = [outcome(r, p) for r, p in zip(out["rtp_recall"], out["ptr_recall"])]
     ptr_rows = df[df["arch"] == "ptr"]
     if "same_as_rtp" in ptr_rows.columns and not ptr_rows.empty:
-        same = ptr_rows.assign(same=ptr_rows["same_as_rtp"].astype(float)).groupby(["subset", "query_id"])["same"].mean()
+        same = (ptr_rows.assign(same=ptr_rows["same_as_rtp"].astype(float))
+                .groupby(["subset", "query_id"])["same"].mean())
         same_by_query = dict(zip(same.index, same.to_numpy()))
         out["diverging"] = [bool(same_by_query.get((s, q), 1.0) < 1.0) for s, q in zip(out["subset"], out["query_id"])]
     else:
@@ -205,7 +206,8 @@ def win_counts(pq: pd.DataFrame) -> pd.DataFrame:
 
 def divergence(per_run: pd.DataFrame, by: Sequence[str] = ("subset",)) -> pd.DataFrame:
     """Tool-selection divergence: share of queries whose PtR top-k set is not identical to RtP's,
-    and share whose sets are disjoint; per run (or seed) means of the per-query divergence (run_means.RUN_MEANS), over runs."""
+    and share whose sets are disjoint; per run (or seed) means of the per-query divergence (run_means.RUN_MEANS),
+    over runs."""
     by = list(by)
     columns = [*by, "not_identical", "not_identical_std", "disjoint", "disjoint_std", "runs"]
     ptr = per_run[(per_run["arch"] == "ptr") & per_run["not_identical"].notna()] if not per_run.empty else per_run
@@ -230,7 +232,8 @@ TRAJECTORY_MEASURES = {"fidelity": "plan_fidelity", "selection_rate": "plan_sele
 
 
 def trajectory(per_run: pd.DataFrame, jaccard_by_subset: dict[str, float]) -> pd.DataFrame:
-    """Per subset and architecture: planner behaviour, run means of the per-query planner measures (run_means.trajectory_means) over runs.
+    """Per subset and architecture: planner behaviour, run means of the per-query planner measures
+    (run_means.trajectory_means) over runs.
 
     wrong_tool_rate: among queries whose retrieval recall is 0 (a complete miss), the share where the
     planner still selected something. refusal_on_miss: the share that refused. planner_jaccard (same
@@ -255,7 +258,8 @@ def planner_jaccard(df: pd.DataFrame) -> dict[str, float]:
                  for arch, g in part.groupby("arch")}
         if "rtp" not in sides or "ptr" not in sides:
             continue
-        values = [jaccard(frozenset(map(tuple, sides["rtp"][key] or ())), frozenset(map(tuple, sides["ptr"][key] or ())))
+        values = [jaccard(frozenset(map(tuple, sides["rtp"][key] or ())),
+                          frozenset(map(tuple, sides["ptr"][key] or ())))
                   for key in sides["rtp"].keys() & sides["ptr"].keys()]
         values = [v for v in values if not math.isnan(v)]
         out[subset] = math.fsum(values) / len(values) if values else math.nan  # exact: any order of the rows
@@ -455,10 +459,10 @@ def paired_tests(pq: pd.DataFrame) -> pd.DataFrame:
 HYBRID_COLUMNS = ["subset", "n", "rtp_recall", "ptr_recall", "hybrid_recall", "hybrid_recall_std", "hybrid_precision",
                   "best_single", "vs_best_single", "p_vs_best", "share_at_least_both"]
 DISTRACTOR_NOTE = ("distractor scale, SYNTHETIC: sizes above the real registry hold all of its real APIs plus "
-                   "synthetic distractor vectors drawn from a local Gaussian mixture of the real embeddings (no text is "
-                   "embedded; core.retrieval.synthetic); exact search; mean ± std over distractor draws. They extend the "
-                   "scaling curve (stratified real sub-registries up to the real registry) and are not measured on "
-                   "real APIs")
+                   "synthetic distractor vectors drawn from a local Gaussian mixture of the real embeddings (no "
+                   "text is embedded; core.retrieval.synthetic); exact search; mean ± std over distractor draws. "
+                   "They extend the scaling curve (stratified real sub-registries up to the real registry) and are "
+                   "not measured on real APIs")
 HYBRID_NOTE = ("hybrid: PtR's stored stubs plus the raw query as one more search, each API scored by its best "
                "similarity (PtR's own merge rule), top-k; no extra LLM call. Recall is each query's mean over runs; "
                "hybrid_recall_std is over run means; vs_best_single compares with the better fixed architecture "
@@ -470,8 +474,9 @@ def hybrid_table(pq: pd.DataFrame, hybrid_rows: pd.DataFrame, gold: str = "api_l
     """Per subset and overall: RtP, PtR (per_query's run means) and the hybrid, on the queries all three have."""
     if pq.empty or hybrid_rows.empty:
         return pd.DataFrame(columns=HYBRID_COLUMNS)
-    rows = hybrid_rows.assign(recall=pd.to_numeric(hybrid_rows[metric_column("recall", gold)], errors="coerce").astype(float),
-                              precision=pd.to_numeric(hybrid_rows[metric_column("precision", gold)], errors="coerce").astype(float))
+    rows = hybrid_rows.assign(
+        recall=pd.to_numeric(hybrid_rows[metric_column("recall", gold)], errors="coerce").astype(float),
+        precision=pd.to_numeric(hybrid_rows[metric_column("precision", gold)], errors="coerce").astype(float))
     per_query_hybrid = rows.groupby(["subset", "query_id"])[["recall", "precision"]].mean().reset_index()
     merged = pq.merge(per_query_hybrid, on=["subset", "query_id"], how="inner").dropna(subset=["recall"])
     kept = rows.merge(merged[["subset", "query_id"]], on=["subset", "query_id"])  # rows of the compared queries
@@ -507,9 +512,9 @@ def hybrid_per_query(hybrid_rows: pd.DataFrame, gold: str) -> pd.DataFrame:
     """[subset, query_id, hybrid_recall, hybrid_precision]: each query's mean over the hybrid's runs."""
     if hybrid_rows.empty:
         return pd.DataFrame(columns=["subset", "query_id", "hybrid_recall", "hybrid_precision"])
-    rows = hybrid_rows.assign(hybrid_recall=pd.to_numeric(hybrid_rows[metric_column("recall", gold)], errors="coerce").astype(float),
-                              hybrid_precision=pd.to_numeric(hybrid_rows[metric_column("precision", gold)],
-                                                             errors="coerce").astype(float))
+    rows = hybrid_rows.assign(
+        hybrid_recall=pd.to_numeric(hybrid_rows[metric_column("recall", gold)], errors="coerce").astype(float),
+        hybrid_precision=pd.to_numeric(hybrid_rows[metric_column("precision", gold)], errors="coerce").astype(float))
     return rows.groupby(["subset", "query_id"])[["hybrid_recall", "hybrid_precision"]].mean().reset_index()
 
 
@@ -541,4 +546,5 @@ def ptr_gain(board: pd.DataFrame, subset: str) -> pd.DataFrame:
                                                         aggfunc="first")
     if part.empty or not {"rtp", "ptr"} <= set(part.columns):
         return pd.DataFrame(columns=["system", "rtp", "ptr", "ptr_minus_rtp"])
-    return (part.assign(ptr_minus_rtp=part["ptr"] - part["rtp"]).reset_index()[["system", "rtp", "ptr", "ptr_minus_rtp"]])
+    return (part.assign(ptr_minus_rtp=part["ptr"] - part["rtp"]).reset_index()
+            [["system", "rtp", "ptr", "ptr_minus_rtp"]])

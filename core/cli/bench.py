@@ -38,7 +38,8 @@ def _params_of(studies: tuple[Study, ...]) -> dict[str, Param]:
 
 def _add_bench_flags(p: argparse.ArgumentParser, studies: tuple[Study, ...]) -> None:
     p.add_argument("--subsets", type=parse_subsets,
-                   help=f"comma list or 'all' (default: {','.join(PAPER_SUBSETS)} on ToolBench, every subset elsewhere)")
+                   help=f"comma list or 'all' (default: {','.join(PAPER_SUBSETS)} on ToolBench, every subset "
+                        "elsewhere)")
     p.add_argument("--limit", type=within("limit"), help="first N queries of each subset only (smoke tests)")
     p.add_argument("--resume", action="store_true",
                    help="continue unfinished runs of the same configuration and skip finished ones (a run "
@@ -126,11 +127,14 @@ def register(subparsers: argparse._SubParsersAction, handlers: dict) -> None:
     p = subparsers.add_parser(
         "bench", help=f"run a study ({', '.join(s.name for s in catalog.STUDIES)}, all) into the results database",
         description="Run a study into the results store: "
-                    + "; ".join(f"{s.name}: {s.help}" + ("" if s.calls_llm else " (no LLM calls: the main study's "
-                                                                                "stored stubs)") for s in catalog.STUDIES)
-                    + f"; all: {', '.join(s.name for s in _studies_of('all'))}. Interrupted runs continue with --resume.")
+                    + "; ".join(f"{s.name}: {s.help}"
+                                + ("" if s.calls_llm else " (no LLM calls: the main study's stored stubs)")
+                                for s in catalog.STUDIES)
+                    + f"; all: {', '.join(s.name for s in _studies_of('all'))}. "
+                      "Interrupted runs continue with --resume.")
     studies = p.add_subparsers(dest="study", required=True, metavar="STUDY")
-    for name, help_text in [*((s.name, s.help) for s in catalog.STUDIES), ("all", ", then ".join(s.name for s in _studies_of("all")))]:
+    for name, help_text in [*((s.name, s.help) for s in catalog.STUDIES),
+                            ("all", ", then ".join(s.name for s in _studies_of("all")))]:
         _add_bench_flags(studies.add_parser(name, help=help_text, description=help_text), _studies_of(name))
     handlers["bench"] = cmd_bench
 

@@ -33,7 +33,8 @@ def cmd_coupling(args: argparse.Namespace, settings: Settings) -> int:
     pooled = report["pooled"]
     print(f"  pooled: n={pooled['n']}  rho {pooled['spearman_rho']:+.3f} (p {pooled['spearman_p']:.2g})")
     for r in report["router"]:
-        print(f"  router fitted on full (threshold {r['threshold']:.3f}) on {r['registry']}: routed {r['routed_recall']:.3f} "
+        print(f"  router fitted on full (threshold {r['threshold']:.3f}) on {r['registry']}: "
+              f"routed {r['routed_recall']:.3f} "
               f"({r['share_to_ptr']:.0%} to PtR) vs RtP {r['rtp_recall']:.3f}, PtR {r['ptr_recall']:.3f}; its own fit "
               f"{r['own_threshold']:.3f} gives {r['own_recall']:.3f} in sample")
     for b in report["bins"]:

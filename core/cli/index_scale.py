@@ -172,7 +172,8 @@ def run_index_scale(settings: Settings, sizes: list[int | None], seed: int, kind
                                                                             if k not in ("top", "sweep")}}
                 row["recall_at_5_vs_exact"] = recall_at_k(result["top"], exact) if exact is not None else None
                 row["sweep"] = [{**{k: v for k, v in point.items() if k != "top"},
-                                 "recall_at_5_vs_exact": recall_at_k(point["top"], exact) if exact is not None else None}
+                                 "recall_at_5_vs_exact": (recall_at_k(point["top"], exact)
+                                                          if exact is not None else None)}
                                 for point in result.get("sweep", [])]
                 rows.append(row)
                 print(f"{total:>9,} {kind:<5} build {row['build_s']:>7.1f} s  mem {row['memory_mb']:>7.0f} MB  "
@@ -186,7 +187,8 @@ def run_index_scale(settings: Settings, sizes: list[int | None], seed: int, kind
         "distractors": ({**model.provenance(), "draw_seed": seed, "check": model.check(query_vectors, gold, seed)}
                         if model is not None else None),
         "provenance": {
-            "commit": git_commit(), "uncommitted_core_files": changed_files(), "started": started, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "commit": git_commit(), "uncommitted_core_files": changed_files(), "started": started,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "machine": {"cpus": os.cpu_count(), "uptime_before": machine_before, "uptime_after": uptime(),
                         "platform": platform.platform()},
             "seed": seed, "registry": info.registry, "registry_size": n, "registry_hash": info.registry_hash,

@@ -62,7 +62,8 @@ def write_index_artifact(settings: Settings, rebuild: bool) -> int:
     if rebuild:
         drop_cached(settings.cache_dir, key)
     retriever, info = build_retriever(settings, encoder=encoder, registry=registry,
-                                      progress=progress_callback("embedding registry"), notify=notice, use_artifact=False)
+                                      progress=progress_callback("embedding registry"), notify=notice,
+                                      use_artifact=False)
     path = settings.index_dir / artifact_name(encoder.model_id, registry.name)
     header = write_artifact(path, retriever.index.vectors, model_id=encoder.model_id, registry=registry.name,
                             key=key, registry_hash=registry.content_hash)
@@ -244,7 +245,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     handlers["query"] = cmd_query
 
     p = sub.add_parser("eval", help="recall/precision@k of one architecture on one subset",
-                       description="Score an architecture on a test subset of the registry's queries; one JSON object per k.")
+                       description="Score an architecture on a test subset of the registry's queries; "
+                                   "one JSON object per k.")
     p.add_argument("--arch", choices=ARCHS, default="rtp",
                    help="hybrid: PtR's stubs plus the raw query, merged by best similarity (beyond the paper)")
     p.add_argument("--subset", help=f"a subset of the registry's queries (ToolBench: one of {', '.join(SUBSETS)}; "

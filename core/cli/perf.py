@@ -59,7 +59,7 @@ def query_encoders(encoder: Encoder, reference: Encoder, numpy_encoder: Encoder,
     """The query encoder against the sentence-transformers runtime (agreement, one-query latency, batch
     rate) and against the numpy forward pass (one-query latency)."""
     def single(enc: Encoder) -> list[float]:
-        return [_timeit(lambda: enc.encode([t]), 1)[0] for t in texts]
+        return [_timeit(lambda t=t: enc.encode([t]), 1)[0] for t in texts]
 
     ours_single, ref_single, numpy_single = single(encoder), single(reference), single(numpy_encoder)
     ours_batch = min(_timeit(lambda: encoder.encode(texts), 2))

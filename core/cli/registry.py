@@ -25,7 +25,8 @@ def cmd_registry(args: argparse.Namespace, settings: Settings) -> int:
             print(json.dumps({"registries": rows, "unreadable": damaged}))
         else:
             for r in rows:
-                print(f"{r['name']:>14}  {r['format']:<9} {'imported' if r['imported'] else 'shipped ':8}  {r['caption']}")
+                print(f"{r['name']:>14}  {r['format']:<9} {'imported' if r['imported'] else 'shipped ':8}  "
+                      f"{r['caption']}")
             for name in damaged:
                 print(f"{name:>14}  (its manifest cannot be read: `registry remove` cannot see it; delete "
                       f"data/{imports.IMPORTED}/{name} by hand)")
@@ -51,8 +52,8 @@ def cmd_registry(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps({**manifest, "folder": str(final), "embedding_s": round(info.seconds, 2)}))
     else:
         print(f"added {args.name}: {manifest['apis']:,} APIs of {manifest['tools_count']:,} tools ({args.format}), "
-              f"{manifest['queries_count']:,} queries, {len(manifest['unresolved'])} unresolved gold names; embedded in "
-              f"{info.seconds:.1f} s. Use it with --registry {args.name} or the sidebar.")
+              f"{manifest['queries_count']:,} queries, {len(manifest['unresolved'])} unresolved gold names; "
+              f"embedded in {info.seconds:.1f} s. Use it with --registry {args.name} or the sidebar.")
     return 0
 
 

@@ -165,8 +165,9 @@ def _log_beta(a: float, b: float) -> float:
     small, big = min(a, b), max(a, b)
     if big < _STIRLING_MIN:
         return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    # lgamma(big + small) - lgamma(big)
     log_gamma_ratio = ((big - 0.5) * math.log1p(small / big) + small * math.log(big + small) - small
-                       + _stirling_correction(big + small) - _stirling_correction(big))  # lgamma(big + small) - lgamma(big)
+                       + _stirling_correction(big + small) - _stirling_correction(big))
     return math.lgamma(small) - log_gamma_ratio
 
 

@@ -96,7 +96,8 @@ class IndexSpec:
             return self
         nlist = self.ivf_nlist or max(1, min(round(4 * math.sqrt(n)), n // MIN_POINTS_PER_LIST))
         if nlist > n:
-            raise ValueError(f"IVF_NLIST={nlist} needs at least {nlist} vectors to train its lists; this index has {n:,}")
+            raise ValueError(f"IVF_NLIST={nlist} needs at least {nlist} vectors to train its lists; "
+                             f"this index has {n:,}")
         return replace(self, ivf_nlist=nlist, ivf_nprobe=min(self.ivf_nprobe, nlist))
 
     def params(self) -> dict[str, Any]:

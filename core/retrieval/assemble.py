@@ -8,7 +8,8 @@ from pathlib import Path
 
 from core.retrieval.build_lock import NotifyFn, ProgressFn
 from core.retrieval.discovery import Retriever
-from core.retrieval.embedding import Encoder, SentenceTransformerEncoder, cache_key, canonical_model_id, corpus_embeddings, resolve_model_path
+from core.retrieval.embedding import (Encoder, SentenceTransformerEncoder, cache_key, canonical_model_id,
+                                      corpus_embeddings, resolve_model_path)
 from core.retrieval.ann import IndexSpec, make_index
 from core.retrieval.artifact import ArtifactError, artifact_name, read_header
 from core.data.registry import Registry
@@ -32,9 +33,9 @@ class IndexInfo:
     index: dict = field(default_factory=lambda: {"kind": "flat"})  # IndexSpec.to_json(), plus how it was made
 
     def to_json(self) -> dict:
-        return {"model": self.model_id, "encoder_runtime": self.runtime, "registry": self.registry, "size": self.size, "dim": self.dim,
-                "registry_hash": self.registry_hash, "source": self.source, "seconds": round(self.seconds, 3),
-                "index": self.index}
+        return {"model": self.model_id, "encoder_runtime": self.runtime, "registry": self.registry, "size": self.size,
+                "dim": self.dim, "registry_hash": self.registry_hash, "source": self.source,
+                "seconds": round(self.seconds, 3), "index": self.index}
 
 
 @lru_cache(maxsize=2)
@@ -45,8 +46,8 @@ def load_reference_encoder(name: str) -> SentenceTransformerEncoder:
 
 @lru_cache(maxsize=4)
 def load_encoder(name: str, runtime: str = "auto", cache_dir: Path | None = None) -> Encoder:
-    """The query encoder. A declared model served by sentence-transformers (mpnet) or shipped as an ONNX graph
-    (MiniLM-L3) gets that runtime. Otherwise "auto" takes ONNX Runtime when the model is a mean-pooled BERT and
+    """The query encoder. A declared model with an ONNX graph of its own (MiniLM-L3's shipped one, mpnet's exported
+    at install) gets ONNX Runtime over it. Otherwise "auto" takes ONNX Runtime when the model is a mean-pooled BERT and
     onnxruntime is installed (its graph is built from the local weights once, into cache_dir, default CACHE_DIR),
     else the numpy forward pass, else sentence-transformers; "onnx" and "numpy" insist, "torch" forces the reference.
     """
@@ -55,7 +56,7 @@ def load_encoder(name: str, runtime: str = "auto", cache_dir: Path | None = None
     spec = declared_embedding_model(name)
     if runtime == "torch" or (spec is not None and spec.runtime == "sentence-transformers"):
         return load_reference_encoder(name)
-    if spec is not None and spec.source == "onnx_package":  # a shipped graph, no weights to run otherwise
+    if spec is not None and spec.source != "package" and spec.runtime == "onnx":  # a shipped or exported graph
         from core.retrieval.onnx_file import OnnxFileEncoder
 
         return OnnxFileEncoder(Path(resolve_model_path(name, cache_dir)), spec)
@@ -92,7 +93,8 @@ def shipped_index_ready(settings: Settings) -> bool:
     registry = registry_for(settings)
     model_id = canonical_model_id(settings.embedding_model)
     try:
-        return read_header(settings.index_dir / artifact_name(model_id, registry.name)).key == cache_key(model_id, registry)
+        return (read_header(settings.index_dir / artifact_name(model_id, registry.name)).key
+                == cache_key(model_id, registry))
     except ArtifactError:
         return False
 
@@ -119,6 +121,7 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
                                         settings.index_dir if use_artifact else None, notify)
     spec = IndexSpec.of(settings).for_size(len(vectors))
     index, made = make_index(spec, vectors, settings.cache_dir)
-    info = IndexInfo(encoder.model_id, encoder.runtime, registry.name, len(registry), encoder.dim, registry.content_hash[:16],
-                     source, time.perf_counter() - start, {**spec.to_json(), "made": made})
+    info = IndexInfo(encoder.model_id, encoder.runtime, registry.name, len(registry), encoder.dim,
+                     registry.content_hash[:16], source, time.perf_counter() - start,
+                     {**spec.to_json(), "made": made})
     return Retriever(registry, encoder, index), info

@@ -92,7 +92,8 @@ def build_graph(encoder: NumpyBertEncoder) -> bytes:
         attn = p + "attention.self.qkv"
         context = g.op("Attention", [x, g.const(w[attn + ".weight"]), g.const(w[attn + ".bias"]), int_mask],
                        domain=MS, num_heads=encoder.heads)
-        x = layer_norm(g.op("Add", [linear(context, p + "attention.output.dense"), x]), p + "attention.output.LayerNorm")
+        x = layer_norm(g.op("Add", [linear(context, p + "attention.output.dense"), x]),
+                       p + "attention.output.LayerNorm")
         inner = g.op("Gelu", [linear(x, p + "intermediate.dense")])
         x = layer_norm(g.op("Add", [linear(inner, p + "output.dense"), x]), p + "output.LayerNorm")
     weights = g.op("Unsqueeze", ["attention_mask", g.const(np.array([2], np.int64))])

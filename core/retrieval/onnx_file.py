@@ -1,5 +1,6 @@
-"""An encoder over a shipped ONNX graph (paraphrase-MiniLM-L3-v2's): no weights to build a graph from, so the graph
-is run as it is, with the declared tokenizer, maximum length and pooled output (core.embedding_models).
+"""An encoder over an ONNX graph file: one shipped as it is (paraphrase-MiniLM-L3-v2's, no weights to build a graph
+from) or one exported from a model's weights at install (all-mpnet-base-v2's, core.retrieval.onnx_export); run with
+the declared tokenizer, maximum length and pooled output (core.embedding_models).
 
 The graph's pooled output is the masked mean of its token outputs, not normalised: normalised here, as
 sentence-transformers' Normalize module does.
@@ -31,13 +32,14 @@ class OnnxFileEncoder(TwoSided):
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(spec.max_seq_length)
         self.tokenizer.no_padding()
+        graph = spec.onnx_graph or spec.weights
         options = ort.SessionOptions()
         options.intra_op_num_threads = os.cpu_count() or 1
         options.inter_op_num_threads = 1
         try:
-            self.session = ort.InferenceSession(str(folder / spec.weights), options, providers=["CPUExecutionProvider"])
+            self.session = ort.InferenceSession(str(folder / graph), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types for a graph it cannot read
-            raise ModelUnavailable(f"{spec.weights} of {spec.name} cannot be loaded by ONNX Runtime "
+            raise ModelUnavailable(f"{graph} of {spec.name} cannot be loaded by ONNX Runtime "
                                    f"({type(exc).__name__}); run `make embed MODEL={spec.name}`") from None
         self.output = spec.onnx_output
 

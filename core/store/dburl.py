@@ -106,7 +106,8 @@ def disk_trouble(folder: Path) -> str | None:
     code = disk_errno(folder)
     if code == errno.ENOSPC:
         return full_disk(folder)
-    return None if code is None else f"{os_error_words(OSError(code, ''), folder)}: set DATABASE_URL to a writable place"
+    return None if code is None else (f"{os_error_words(OSError(code, ''), folder)}: "
+                                      "set DATABASE_URL to a writable place")
 
 
 def full_disk(folder: Path) -> str:

@@ -58,7 +58,7 @@ def make_engine(url: str, *, writer: bool = True) -> Engine:
         raise open_error(url, exc) from None
     if make_url(url).get_backend_name() == "sqlite":
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API objects
+        def _sqlite_pragmas(dbapi_connection, _record) -> None:  # DB-API objects
             cursor = dbapi_connection.cursor()
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             if writer:

@@ -128,7 +128,8 @@ class Store:
         path = sqlite_path(url)
         try:
             if path is None or path.exists():
-                # First check through an engine that sets no pragma: the writer's WAL switch would change a foreign file.
+                # First check through an engine that sets no pragma: the writer's WAL switch would change a foreign
+                # file.
                 probe = make_engine(url, writer=False)
                 try:
                     applied_migrations(probe)

@@ -109,7 +109,8 @@ def parse_sizes(text: str) -> list[int | None]:
         try:
             value = int(part.replace("k", "000").replace("m", "000000"))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"--sizes takes integers or 'full', like 1000,5k,full,1m; not {part!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"--sizes takes integers or 'full', like 1000,5k,full,1m; not {part!r}") from None
         if value < 1:
             raise argparse.ArgumentTypeError("--sizes must be positive")
         out.append(value)
@@ -186,8 +187,9 @@ STUDIES: tuple[Study, ...] = (
     Study("main", "RtP vs PtR, R runs, planner included",
           (K, Param("runs", within("runs"), DEFAULT_RUNS, f"runs per architecture (default {DEFAULT_RUNS})"),
            Param("concurrency", within("concurrency"), 8, "LLM calls in flight (default 8)"),
-           Param("plan_sample", within("plan_sample"), 0, "plan only this many queries per subset, a stratified seeded sample "
-                                                 "(core/study/sample.py), and retrieve for all (default 0: plan all)")),
+           Param("plan_sample", within("plan_sample"), 0,
+                 "plan only this many queries per subset, a stratified seeded sample "
+                 "(core/study/sample.py), and retrieve for all (default 0: plan all)")),
           "core.study.main_study:run_main",
           ("main", "paired", "wins", "divergence", "trajectory", "stubs", "search_width", "router", "backends",
            "model_size", "cost"),
@@ -199,8 +201,8 @@ STUDIES: tuple[Study, ...] = (
           "core.study.hybrid:run_hybrid", ("hybrid",), calls_llm=False, beyond_paper=True),
     Study("scaling", "registry sizes 1k..full x seeds",
           (K, SIZES, SEEDS), "core.study.scaling:run_scaling", ("scaling",), calls_llm=False),
-    Study("retrievers", "RtP, PtR and hybrid searched by each declared embedding model with every stored system's stubs "
-                        "(beyond the paper)",
+    Study("retrievers", "RtP, PtR and hybrid searched by each declared embedding model with every stored system's "
+                        "stubs (beyond the paper)",
           (Param("ks", parse_ks, list(KSWEEP_KS), f"k values (default {','.join(map(str, KSWEEP_KS))}; the table "
                                                   f"reads k={MAIN_K})"),
            Param("retrievers", parse_retrievers, None,

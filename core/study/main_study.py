@@ -76,7 +76,8 @@ def run_main(context: BenchContext, *, k: int = MAIN_K, runs: int = DEFAULT_RUNS
                 else:
                     found = fixed[a.name]
                     jobs.append(Job(run_id, tuple(todo), k,
-                                    lambda run_id, q, _, f=finish, found=found: f(run_id, q, (None, found[q.uid], None))))
+                                    lambda run_id, q, _, f=finish, found=found:
+                                    f(run_id, q, (None, found[q.uid], None))))
     execute(store, jobs, concurrency, context.progress, "bench main")
     return [job.run_id for job in jobs]
 
@@ -105,7 +106,8 @@ def _finish(a: Arch, agents: Agents, retriever: Retriever, base_keys: dict[str, 
             planned: frozenset[str] | None) -> Callable[[int, Query, Any], dict[str, Any]]:
     """A query's row: its scores and hits, its stubs where `a` carries them, its overlap with the baseline's top
     k (but the baseline's own), its plan, and the failure of either LLM call."""
-    def finish(run_id: int, query: Query, payload: tuple[StubOutcome | None, Discovery, float | None]) -> dict[str, Any]:
+    def finish(run_id: int, query: Query,
+               payload: tuple[StubOutcome | None, Discovery, float | None]) -> dict[str, Any]:
         outcome, discovery, seconds = payload
         fields, plan = _plan(agents, query, discovery, planned)
         row = {**base_row(run_id, query, discovery, fallback=a.carries_stubs and outcome.fallback), **fields,

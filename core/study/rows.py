@@ -106,7 +106,8 @@ def stubs_json(stubs: Sequence[Stub], top1: Sequence[tuple[int, float]] | None, 
     return out
 
 
-def stub_fields(outcome: StubOutcome, top1: Sequence[tuple[int, float]], query: Query, retriever: Retriever) -> dict[str, Any]:
+def stub_fields(outcome: StubOutcome, top1: Sequence[tuple[int, float]], query: Query,
+                retriever: Retriever) -> dict[str, Any]:
     return {"stubs": stubs_json(outcome.stubs, top1, query, retriever, outcome.fallback),
             "stub_fallback": bool(outcome.fallback),
             "stub_error": outcome.error, "stub_prompt_tokens": outcome.usage.prompt_tokens,

@@ -179,7 +179,7 @@ def execute(store: Store, jobs: Sequence[Job], concurrency: int, progress: bool 
             for job, items in ready.values():
                 try:
                     payloads = job.retrieve(items)  # a job with `prepare` always has `retrieve`
-                except Exception as exc:  # noqa: BLE001 - the batch's queries become error rows
+                except Exception as exc:  # the batch's queries become error rows
                     rows += [error_row(job.run_id, q, job.k, exc) for q, _ in items]
                     continue
                 for (query, _), payload in zip(items, payloads):

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_KINDS", "RETRYABLE_KINDS", "CachedClient", "CallCache", "FailureKind", "GeminiClient", "LLMClient",
-    "JsonReply", "LLMError", "LLMResponse", "LLMUnavailable", "MalformedJSON", "OpenAICompatClient", "RetryPolicy", "Usage",
-    "cache_key", "call_with_retry", "failure_of", "generate_json", "make_client", "parse_json_object",
+    "JsonReply", "LLMError", "LLMResponse", "LLMUnavailable", "MalformedJSON", "OpenAICompatClient", "RetryPolicy",
+    "Usage", "cache_key", "call_with_retry", "failure_of", "generate_json", "make_client", "parse_json_object",
 ]
 
 _LAZY = {"GeminiClient": "core.agents.llm.gemini", "OpenAICompatClient": "core.agents.llm.openai_compat"}

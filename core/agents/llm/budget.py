@@ -77,7 +77,7 @@ def bounded(fn: Callable[[], T]) -> T:
     def work() -> None:
         try:
             outcome.append((True, fn()))
-        except BaseException as exc:  # noqa: BLE001 - handed back to the waiting thread as it was
+        except BaseException as exc:  # handed back to the waiting thread as it was
             outcome.append((False, exc))
         finally:
             done.set()
@@ -90,6 +90,7 @@ def bounded(fn: Callable[[], T]) -> T:
     if not ok:
         spent = (remaining_s() or 0.0) <= BUDGET_RACE_S
         if isinstance(value, LLMError) and value.kind == "timeout" and spent:  # the call's own timeout was the budget
-            raise LLMError("timeout", f"the query's time budget of {budget_s():.0f} s ran out during the call") from None
+            raise LLMError("timeout",
+                           f"the query's time budget of {budget_s():.0f} s ran out during the call") from None
         raise value  # type: ignore[misc]
     return value  # type: ignore[return-value]

@@ -39,7 +39,8 @@ class GeminiClient:
             raise ValueError("GeminiClient needs an API key (set GEMINI_API_KEY)")
         self.model = model
         self.base_url = base_url
-        self.identity = base_url or ""  # in the call cache's key: the same model name on another server is another model
+        # in the call cache's key: the same model name on another server is another model
+        self.identity = base_url or ""
         self._secrets = (api_key,)
         self._policy = RetryPolicy(max_attempts=max_attempts)
         self._sleep = sleep

