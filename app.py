@@ -62,7 +62,7 @@ start_results_unpack()
 from core.analysis.store_summary import DEFAULT_STUDY_RULE  # noqa: E402
 from ui.resources import stored_studies  # noqa: E402
 from ui.safe import md  # noqa: E402
-from ui.widgets import error, offline_banner  # noqa: E402
+from ui.widgets import error  # noqa: E402
 
 PAGES = [
     st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", default=True),  # served at /
@@ -115,5 +115,4 @@ except DataNotFoundError:
 
 if cache_warning:
     st.warning(md(cache_warning), icon=":material/info:")
-offline_banner(settings)
 page.run()

@@ -28,8 +28,8 @@ from ui.resources import (available_backends, backend_title, commit, live_result
 from ui.inspector_view import View, parse_view
 from ui.gold_section import gold_section
 from ui.retriever_choice import KEY as RETRIEVER_KEY, pick_retriever, search_settings
-from ui.widgets import (describe, error, index_gate, json_download, quiet_retriever, rerun_when_index_ready,
-                        router_verdict, stored_router_fit)
+from ui.widgets import (describe, error, index_gate, json_download, offline_banner, quiet_retriever,
+                        rerun_when_index_ready, router_verdict, stored_router_fit)
 
 MODES = ("Your query", "Benchmark query")
 SHOWS = ("One system", "Every system", "Edit stubs")  # ?show=: the probing views (ui.probe_views)
@@ -39,6 +39,7 @@ MAX_URL_QUERY = 2_000  # longer free text still runs, but is not put into the UR
 settings = current_settings()
 state = st.session_state
 st.title("Query Inspector")
+offline_banner(settings)
 
 try:
     queries = queries_for(settings)

@@ -115,3 +115,12 @@ def retriever_names(default: str) -> list[str]:
     own = declared_embedding_model(default)
     first = LEXICAL if default == LEXICAL else own.name if own else default
     return [first, *(n for n in [*EMBEDDING_MODELS, LEXICAL] if n != first)]
+
+
+def retriever_label(model_id: str) -> str:
+    """A retriever's short name for legends and columns: a declared model's name, "BM25" for the lexical retriever's
+    id (its parameters are in the id, and in the run's provenance), else the id's last part."""
+    if model_id == LEXICAL or model_id.startswith(f"{LEXICAL_RUNTIME}-"):
+        return "BM25"
+    spec = declared_embedding_model(model_id)
+    return spec.name if spec is not None else model_id.split("/")[-1]

@@ -81,11 +81,11 @@ def markdown_everywhere(at: AppTest) -> str:
 
 # ---------------------------------------------------------------- overview and app frame
 
-def test_overview_shows_explanation_chart_status_and_offline_banner(app_env, index_ready) -> None:
+def test_overview_shows_explanation_chart_and_status_and_no_llm_banner(app_env, index_ready) -> None:
     at = page("app.py")
     no_exception(at)
     assert at.title[0].value == "Tool Discovery Lab"
-    assert any("offline heuristic, not an LLM" in w for w in texts(at, "warning"))
+    assert not any("No LLM is configured" in w for w in texts(at, "warning"))  # the Inspector's banner, not here
     assert len(at.get("plotly_chart")) == 3  # the crossover, PtR - RtP per registry and the model-size answer
     bars = json.loads(at.get("plotly_chart")[1].proto.spec)["data"]
     assert bars[0]["x"] == ["ToolBench"]  # PtR - RtP per registry: the only one this store holds
@@ -112,11 +112,11 @@ def test_the_banner_names_the_installed_local_models_and_how_to_pick_one(app_env
     monkeypatch.setattr("core.agents.llm.local_model.WHEELS_DIR", tmp_path / "no-wheels")
     (Path(app_env["CACHE_DIR"]) / "models").mkdir(parents=True, exist_ok=True)
     (Path(app_env["CACHE_DIR"]) / "models" / GEMMA_270M.file).write_bytes(b"")  # present: verified only on use
-    at = page("app.py")
+    at = page("app_pages/inspector.py")
     [banner] = [w for w in texts(at, "warning") if "No LLM is configured" in w]
     assert GEMMA_270M.label in banner and "backend picker" in banner and banner.count("\n") == 0
     (Path(app_env["CACHE_DIR"]) / "models" / GEMMA_270M.file).unlink()
-    at = page("app.py")
+    at = page("app_pages/inspector.py")
     [banner] = [w for w in texts(at, "warning") if "No LLM is configured" in w]
     assert "No local model is installed" in banner and "make llm" in banner
 

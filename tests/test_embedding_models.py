@@ -122,3 +122,13 @@ def test_mpnet_is_served_by_its_exported_graph_and_a_graph_of_other_weights_is_r
     sidecar(MPNET_BASE, target).write_text(json.dumps({**meta, "weights_sha256": "0" * 64}))
     with pytest.raises(EmbedInstallError, match=r"ONNX graph of all-mpnet-base-v2 has not been exported .*make embed"):
         installed_folder(MPNET_BASE, tmp_path)
+
+
+def test_every_retriever_has_a_short_label_for_legends() -> None:
+    from core.embedding_models import LEXICAL, retriever_label, retriever_names
+    from core.retrieval.lexical import BM25Encoder
+
+    assert retriever_label(BM25Encoder({}).model_id) == retriever_label(LEXICAL) == "BM25"
+    assert [retriever_label(EMBEDDING_MODELS[n].model_id) for n in retriever_names(MPNET_BASE.name)[:3]] == [
+        MPNET_BASE.name, "all-MiniLM-L6-v2", MINILM_L3.name]
+    assert retriever_label("thenlper/gte-base") == "gte-base"  # not declared: the id's last part

@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 from core.retrieval.archs import ARCH_LIST, ARCHS, PAPER_ARCHS
 from core.data.toolbench import subset_order
 from core.analysis.paper import PAPER_LABEL
+from core.embedding_models import retriever_label
 from ui.safe import plot_text
 
 ARCH_COLORS = {a.name: a.colour for a in ARCH_LIST}
@@ -607,7 +608,7 @@ def retriever_axis(table: pd.DataFrame, paper: pd.DataFrame | None = None) -> go
         for retriever in dict.fromkeys(both[both["model"] == model]["retriever"]):
             part = both[(both["model"] == model) & (both["retriever"] == retriever)]
             part = part.set_index("subset").reindex(subset_order(part["subset"])).reset_index()
-            name = plot_text(retriever.split("/")[-1], 60)
+            name = plot_text(retriever_label(retriever), 60)
             is_paper = bool((part["source"] == "paper").all())
             color = "#7f7f7f" if is_paper else colors[retriever]
             fig.add_trace(go.Bar(
@@ -642,7 +643,7 @@ def retriever_ksweep(table: pd.DataFrame, model: str) -> go.Figure:
                             & (part["arch"] == arch)].sort_values("k")
                 if line.empty:
                     continue
-                name = f"{ARCH_NAMES[arch]} · {plot_text(retriever.split('/')[-1], 40)}"
+                name = f"{ARCH_NAMES[arch]} · {plot_text(retriever_label(retriever), 40)}"
                 fig.add_trace(go.Scatter(
                     x=line["k"], y=line["recall"], name=name, legendgroup=name, showlegend=i == 0,
                     mode="lines+markers", line={"color": RETRIEVER_COLORS[j % len(RETRIEVER_COLORS)],

@@ -47,7 +47,8 @@ def error(message: object, settings: Settings | None = None) -> None:
 
 
 def offline_banner(settings: Settings) -> None:
-    """One line on every page when no LLM is configured: which local models are installed and how to pick one."""
+    """One line where an LLM's absence changes what is shown (the Inspector, whose PtR column it writes), not on the
+    pages of stored results: which local models are installed and how to pick one, or how to get one."""
     if settings.backend.is_llm:
         return
     installed = installed_models(settings.cache_dir)
