@@ -486,9 +486,6 @@ def test_scaling_tab_shows_the_distractor_scale_and_the_index_table(app_env) -> 
     store.close()
     at = page("app_pages/results.py", {"tab": "Scaling"})
     no_exception(at)
-    print("DBG", texts(at, "error"), texts(at, "warning")[1:], [m.value[:100] for m in at.markdown][:12],
-          [c.value[:100] for c in at.caption][:8], [t.value for t in at.title],
-          len(at.tabs) if hasattr(at, "tabs") else None)
     [far] = [d.value for d in at.dataframe if "synthetic_distractors" in d.value.columns]
     assert set(far["registry"]) == {"real", "real + synthetic distractors"}
     assert set(far.loc[far["registry"] != "real", "runs"]) == {2}
