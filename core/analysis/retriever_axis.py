@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from core.study.catalog import MAIN_K
 from core.analysis.model_size import describe, paired_difference, paper_rows
 
-HEADLINE_K = 5  # the main study's k, the paper's
 COLUMNS = ["model", "retriever", "source", "subset", "n", "rtp_recall", "ptr_recall", "hybrid_recall",
            "ptr_minus_rtp", "ptr_low", "ptr_high"]
 NOTE = ("recall@5; intervals: percentile bootstrap (95%) of the mean paired per-query difference. Every row of a "
@@ -26,7 +26,7 @@ def axis_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The latest complete retriever-axis run at k=5 per system, retriever, subset and architecture, and the main and
     hybrid runs they build on (kind main for RtP and PtR, kind hybrid for the hybrid), in id order."""
     complete = runs[runs["status"] == "complete"]
-    axis = complete[(complete["kind"] == "retrievers") & (complete["k"] == HEADLINE_K)].sort_values("id")
+    axis = complete[(complete["kind"] == "retrievers") & (complete["k"] == MAIN_K)].sort_values("id")
     axis = axis.groupby(["backend_label", "embedding_model", "registry_hash", "subset", "arch"]).tail(1)
     sources = set(axis["source_run_id"].dropna().astype(int))
     mains = complete[complete["id"].isin(sources)]
