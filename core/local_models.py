@@ -103,7 +103,7 @@ QWEN_15B = LocalModelSpec(
 
 LOCAL_MODEL_LIST = (GEMMA_270M, QWEN_05B, QWEN_15B)
 LOCAL_MODELS = {m.name: m for m in LOCAL_MODEL_LIST}
-# The model `make llm` installs and LOCAL_MODEL names when unset (README: "Choosing the default").
+# The model `make llm` installs and LOCAL_MODEL names when unset (docs/guide.md, "Three local models").
 DEFAULT_LOCAL_MODEL = GEMMA_270M.name
 
 
