@@ -251,13 +251,17 @@ class _Instance:
         self.llm.reset()
         ctx = self.llm._ctx.ctx
         self.C.llama_perf_context_reset(ctx)
+        # llama.cpp books a decode's time when it is waited for (llama_synchronize, or reading its logits): each is
+        # waited for inside our timings, so that its counters cover the same tokens as ours and its time is inside.
         start = time.perf_counter()
         self.llm.eval(tokens)
+        self.C.llama_synchronize(ctx)
         prompt_s = time.perf_counter() - start
         start = time.perf_counter()
         for _ in range(generated):
             logits = np.ctypeslib.as_array(self.llm._ctx.get_logits_ith(-1), shape=(self.n_vocab,))
             self.llm.eval([int(np.argmax(logits))])
+        self.C.llama_synchronize(ctx)
         generation_s = time.perf_counter() - start
         own = self.C.llama_perf_context(ctx)
         return {"prompt_tok_s": round(len(tokens) / prompt_s, 1),
