@@ -16,7 +16,7 @@ from core.registries import registries
 from core.threads import one_blas_thread
 from core.settings import BOUNDS, DataNotFoundError, check_cache_dir
 from ui.index_job import index_job
-from ui.page_settings import LATEST_STUDY, base_settings, current_settings
+from ui.page_settings import DEFAULT_STUDY, base_settings, current_settings
 
 
 @st.cache_resource(show_spinner=False)
@@ -101,8 +101,8 @@ with st.sidebar:
     k_shown = BOUNDS["k"].shown  # the part of k's range a slider offers, declared with it
     st.slider("Default k", k_shown.low, k_shown.high, value=5, key="k_default", bind="query-params",
               help="How many APIs each architecture retrieves.")
-    st.selectbox("Study", [LATEST_STUDY, *stored_studies(current_settings())], key="study", bind="query-params",
-                 help=f"Which stored study the results pages show; {LATEST_STUDY}: {DEFAULT_STUDY_RULE}.")
+    st.selectbox("Study", [DEFAULT_STUDY, *stored_studies(current_settings())], key="study", bind="query-params",
+                 help=f"Which stored study the results pages show; {DEFAULT_STUDY}: {DEFAULT_STUDY_RULE}.")
     st.caption(f"LLM backend: **{md(settings.backend_label, 80)}**  \n"
                f"Embedding model: {md(settings.embedding_model, 80)}")
 

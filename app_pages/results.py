@@ -40,8 +40,11 @@ if not setup:
     st.stop()
 source = provenance(setup, gold)
 system = setup["backend_label"]
-st.caption(f"Study: {md(provenance_line(source), 300)} · {setup['runs']} run(s). Every download and chart "
-           "carries these fields; the sidebar's Study picks another.")
+st.caption(f"Study: {md(provenance_line(source), 300)} · {setup['runs']} run(s)"
+           + (" · the default: the largest discovery model's complete study of the paper's three instruction subsets"
+              if backend is None else "")
+           + ". Every download and chart carries these fields; the sidebar's Study picks another (its help says the "
+             "whole rule).")
 ref = paper.load_paper(settings.root / "data" / "paper_reference.json")
 
 

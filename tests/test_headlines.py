@@ -43,8 +43,9 @@ def test_no_study_no_claim() -> None:
 
 
 def test_a_tab_falls_back_to_the_latest_study_that_has_its_runs(tmp_path: Path) -> None:
-    """The fake backend's study has main, k sweep and scaling runs; an offline main study written later has none:
-    the latest study is then the offline one, and its scaling tab falls back to the fake one's runs."""
+    """The fake backend's study (an LLM's, so the default) has main, k sweep and scaling runs but no hybrid; an
+    offline main study written later has a hybrid run: the hybrid tab falls back to it, the scaling tab keeps the
+    default's own."""
     from core.settings import Settings
     from core.study.main_study import run_main
 
@@ -56,17 +57,16 @@ def test_a_tab_falls_back_to_the_latest_study_that_has_its_runs(tmp_path: Path) 
     run_hybrid(offline)  # on the latest main study: the offline one
     store.close()
     reader = ResultsReader(url)
-    assert reader.setup()["llm_backend"] == "offline"
-    assert reader.study_with("hybrid") is None  # the latest study has its own
-    assert reader.study_with("scaling") == "fake" and not reader.scaling(backend="fake").empty
-    assert reader.study_with("scaling", "fake") == "fake"
-    assert reader.study_with("hybrid", "fake") == "offline"  # the fake study has no hybrid: the one that has
+    assert reader.setup()["llm_backend"] == "fake"
+    assert reader.study_with("scaling") is None and not reader.scaling().empty  # the default has its own
+    assert reader.study_with("hybrid") == "offline"  # the default has none: the one that has
+    assert reader.study_with("scaling", "offline") == "fake"
     assert reader.study_with("distractors") == ""  # no study has any
 
 
-def test_a_study_under_way_on_one_subset_does_not_replace_a_whole_one(tmp_path: Path) -> None:
-    """The default study covers the most subsets: a later offline study of G2 alone (a model study under way) leaves
-    the pages on the whole fake study; with every subset it becomes the default."""
+def test_the_default_study_is_an_llms_whole_study_not_the_latest(tmp_path: Path) -> None:
+    """A later offline study of G2 alone (a study under way) leaves the pages on the fake LLM's whole study, and so
+    does a later whole offline one: the heuristic is the LLM-free baseline, not the study a reader came for."""
     from core.settings import Settings
     from core.study.main_study import run_main
 
@@ -79,7 +79,30 @@ def test_a_study_under_way_on_one_subset_does_not_replace_a_whole_one(tmp_path: 
     assert set(ResultsReader(url).main_table()["subset"]) == {"G1_instruction", "G2_instruction"}
     run_main(bench_context(store, retriever, queries, commit="abc123", settings=offline), runs=1, k=5)
     store.close()
-    assert ResultsReader(url).setup()["llm_backend"] == "offline"
+    assert ResultsReader(url).setup()["llm_backend"] == "fake"
+    assert ResultsReader(url).setup("offline")["llm_backend"] == "offline"  # the sidebar still reaches it
+
+
+@pytest.mark.parametrize(("studies", "default"), [
+    # The stored studies' shape: the heuristic and two smaller models on six subsets, the 1.5B on the paper's three.
+    ({"offline-heuristic": 6, "gemma-3-270m-q4_k_m": 6, "qwen2.5-coder-0.5b-instruct-q4_k_m": 6,
+      "qwen2.5-coder-1.5b-instruct-q4_k_m": 3}, "local:qwen2.5-coder-1.5b-instruct-q4_k_m"),
+    # The 1.5B still under way (G1 alone): the largest model with all three paper subsets.
+    ({"offline-heuristic": 6, "gemma-3-270m-q4_k_m": 6, "qwen2.5-coder-0.5b-instruct-q4_k_m": 3,
+      "qwen2.5-coder-1.5b-instruct-q4_k_m": 1}, "local:qwen2.5-coder-0.5b-instruct-q4_k_m"),
+    # A hosted model (size not declared) outranks every local one; the heuristic only when it alone is whole.
+    ({"gemini-2.5-flash": 3, "qwen2.5-coder-1.5b-instruct-q4_k_m": 3}, "gemini"),
+    ({"offline-heuristic": 3, "gemma-3-270m-q4_k_m": 2}, "offline"),
+])
+def test_the_default_study_rule(studies: dict[str, int], default: str) -> None:
+    from core.analysis.run_selection import default_study
+    from core.data.toolbench import SUBSETS
+
+    order = ["G1_instruction", "G2_instruction", "G3_instruction", *(s for s in SUBSETS if "instruction" not in s)]
+    backend = {"offline-heuristic": "offline", "gemini-2.5-flash": "gemini"}
+    rows = [{"id": 100 - 10 * i - j, "llm_backend": backend.get(model, "local"), "llm_model": model, "subset": subset}
+            for i, (model, n) in enumerate(studies.items()) for j, subset in enumerate(order[:n])]
+    assert default_study(pd.DataFrame(rows)) == default
 
 
 def test_the_results_page_verdict_reads_the_shown_studys_main_table() -> None:

@@ -23,13 +23,13 @@ def current_settings() -> Settings:
 
 
 SIDEBAR_KEYS = ("registry", "gold", "k_default", "study")
-LATEST_STUDY = "latest"  # the sidebar's default study (core.analysis.store_summary.DEFAULT_STUDY_RULE)
+DEFAULT_STUDY = "default"  # the sidebar's default study (core.analysis.store_summary.DEFAULT_STUDY_RULE)
 
 
 def chosen_study() -> str | None:
     """The sidebar's study: a system ("offline", "local:<model>", ...) or None for the declared default rule."""
-    value = st.session_state.get("study") or st.query_params.get("study") or LATEST_STUDY
-    return None if value == LATEST_STUDY else value
+    value = st.session_state.get("study") or st.query_params.get("study") or DEFAULT_STUDY
+    return None if value in (DEFAULT_STUDY, "latest") else value  # "latest": its name in links shared before
 
 
 def shared_choices() -> dict[str, str]:

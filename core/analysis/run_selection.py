@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 
 from core.analysis.store_summary import system_names
+from core.data.toolbench import PAPER_SUBSETS
+from core.local_models import LOCAL_MODELS
 
 SETUP_FIELDS = ("registry_hash", "embedding_model", "llm_backend", "llm_model", "discovery_prompt_version",
                 "planner_prompt_version")
@@ -23,7 +25,7 @@ def select_runs(runs: pd.DataFrame, kind: str, backend: str | None) -> pd.DataFr
     latest run of `kind`), one per configuration, in id order; the main runs at the main study's k only."""
     complete = runs[runs["status"] == "complete"]
     if backend is None:
-        backend = widest_study(complete[complete["kind"] == "main"])
+        backend = default_study(complete[complete["kind"] == "main"])
     mains = of_system(complete[complete["kind"] == "main"], backend)
     if mains.empty:  # a study that does not build on the main one: its own latest setup
         mains = of_system(complete[complete["kind"] == kind], backend)
@@ -48,13 +50,31 @@ def system_keys(runs: pd.DataFrame) -> list[str]:
     return system_names(runs[["llm_backend", "llm_model"]].itertuples(index=False, name=None))
 
 
-def widest_study(mains: pd.DataFrame) -> str | None:
-    """DEFAULT_STUDY_RULE's system among these complete main runs: the most subsets, then the latest run; None when
-    there are none (every system then, as before)."""
+def default_study(mains: pd.DataFrame) -> str | None:
+    """DEFAULT_STUDY_RULE's system among these complete main runs; None when there are none (every system then)."""
     if mains.empty:
         return None
     runs = {system: of_system(mains, system) for system in system_keys(mains)}
-    return max(runs, key=lambda system: (runs[system]["subset"].nunique(), runs[system]["id"].max()))
+
+    def rank(system: str) -> tuple:
+        subsets = set(runs[system]["subset"])
+        backend, model = runs[system].iloc[-1][["llm_backend", "llm_model"]]
+        return (len(subsets & set(PAPER_SUBSETS)), backend != "offline", parameters_in_billions(backend, model),
+                len(subsets), runs[system]["id"].max())
+
+    return max(runs, key=rank)
+
+
+def parameters_in_billions(backend: str, model: str) -> float:
+    """A discovery model's size for DEFAULT_STUDY_RULE: the heuristic 0, a local model its declared size, any other
+    (a hosted model, whose size is not declared) larger than every model that runs on a laptop."""
+    if backend == "offline":
+        return 0.0
+    spec = LOCAL_MODELS.get(model)
+    if spec is None:
+        return float("inf")
+    number, unit = float(spec.parameters[:-1]), spec.parameters[-1]
+    return number / 1000 if unit == "M" else number
 
 
 def of_system(runs: pd.DataFrame, system: str | None) -> pd.DataFrame:

@@ -25,9 +25,11 @@ from core.store.schema import Run, SchemaInfo
 from core.store.schema_check import check_schema
 
 # Which study a page shows when none is chosen, and what a tab does when the chosen one has none of its runs.
-DEFAULT_STUDY_RULE = ("the complete main study that covers the most subsets, the latest of those, whichever backend or "
-                      "model wrote it (a study under way on one subset does not replace a whole one); a tab whose "
-                      "study has no runs of the tab's kind shows the latest study that has them, and says so")
+DEFAULT_STUDY_RULE = ("the complete main study that covers the most of the paper's three instruction subsets (its "
+                      "headline table); of those, an LLM's before the LLM-free heuristic's (the question is whether an "
+                      "LLM should plan first), then the largest discovery model (the strongest planner measured), "
+                      "then the most subsets, then the latest. A study under way does not replace a whole one; a tab "
+                      "whose study has no runs of the tab's kind shows the latest study that has them, and says so")
 
 # The two states of a store that are not trouble: nothing written yet.
 NO_DATABASE = "no results database yet: run `python -m core bench all`"
