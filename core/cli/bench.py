@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from core.backends import BACKENDS
 from core.cli.common import add_common, k_value, k_values, read_store, validate_results_url
@@ -107,7 +108,29 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
                                                                     queries=query_texts(settings)))
     if report is None:
         return 1
+    if args.readme:
+        return write_readme(settings.root / "README.md", report)
     print(json.dumps(report, ensure_ascii=False, default=str) if args.json else render_text(report))
+    return 0
+
+
+def write_readme(path: Path, report: dict) -> int:
+    """Rewrite the README's headline results from this report (core.analysis.readme_results)."""
+    from core.analysis.readme_results import headline_table, with_block
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        new = with_block(text, headline_table(report))
+    except ValueError as exc:
+        print(f"error: {path.name}: {exc}", file=sys.stderr)
+        return 1
+    if new == text:
+        print(f"{path.name}'s headline results are current")
+        return 0
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(new, encoding="utf-8")
+    tmp.replace(path)
+    print(f"rewrote {path.name}'s headline results from the stored study")
     return 0
 
 
@@ -145,7 +168,9 @@ def register(subparsers: argparse._SubParsersAction, handlers: dict) -> None:
     r.add_argument("--gold", choices=GOLD_DEFINITIONS, default=DEFAULT_GOLD.name,
                    help="gold definition: api_list (default; the paper's) or relevant (ToolBench's)")
     r.add_argument("--backend", dest="report_backend", choices=BACKENDS,
-                   help="report this backend's latest study (default: the latest of any)")
+                   help="report this backend's latest study (default: the default study, as the pages show it)")
+    r.add_argument("--readme", action="store_true",
+                   help="rewrite README.md's headline results table from this report instead of printing it")
     r.add_argument("--db", help="results database URL (default: DATABASE_URL, else data/results.sqlite)")
     add_common(r)
     handlers["report"] = cmd_report
