@@ -9,7 +9,8 @@ import pytest
 
 import core.retrieval.prefilter
 from core.retrieval.index import VectorIndex
-from core.retrieval.prefilter import CHUNK, FloatScores, Int8Scores, int8_exact, make_scores
+from core.retrieval.prefilter import (CHUNK, CODE_LIMITS, FloatScores, Int8Scores, _gemm_exact, exact_code_limit,
+                                     make_scores)
 from core.settings import PROJECT_ROOT
 
 
@@ -25,15 +26,19 @@ def brute_force(vectors: np.ndarray, q: np.ndarray, k: int) -> tuple[np.ndarray,
     return scores[order], order
 
 
-SATURATES = "this CPU's integer GEMM saturates (no VNNI): the index uses the float prefilter here (int8_exact)"
+SATURATES = "this CPU's integer GEMM is not exact for these codes: the index uses another prefilter (exact_code_limit)"
 
 
-@pytest.fixture(params=["float", "int8"])
+@pytest.fixture(params=["float", *(f"int8-{limit}" for limit in CODE_LIMITS)])
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs on both prefilters, whatever the index size (int8 where this CPU computes it exactly)."""
-    if request.param == "int8" and not int8_exact():
-        pytest.skip(SATURATES)
-    monkeypatch.setattr(core.retrieval.prefilter, "INT8_MIN_ROWS", 0 if request.param == "int8" else 10 ** 12)
+    """Every test runs on every prefilter, whatever the index size: float32, and int8 with each code range where
+    this CPU computes it exactly (+-64 is the AVX2-only CPU's path; it runs wherever its GEMM is exact)."""
+    if request.param.startswith("int8"):
+        limit = int(request.param.split("-")[1])
+        if not _gemm_exact(limit):
+            pytest.skip(SATURATES)
+        monkeypatch.setattr(core.retrieval.prefilter, "exact_code_limit", lambda: limit)
+    monkeypatch.setattr(core.retrieval.prefilter, "INT8_MIN_ROWS", 0 if request.param != "float" else 10 ** 12)
     return request.param
 
 
@@ -50,7 +55,9 @@ def check_exact(index: VectorIndex, vectors: np.ndarray, queries: np.ndarray, k:
 
 def test_the_path_fixture_selects_the_prefilter(path: str) -> None:
     index = VectorIndex(unit(np.random.default_rng(0), 100, 8))
-    assert isinstance(index._prefilter, Int8Scores if path == "int8" else FloatScores)
+    assert isinstance(index._prefilter, FloatScores if path == "float" else Int8Scores)
+    assert index.kernel == ("float32 BLAS" if path == "float" else
+                            f"int8 MatMulInteger (ONNX Runtime), registry codes within +-{path.split('-')[1]}")
 
 
 @pytest.mark.parametrize("k", [1, 5, 37])
@@ -109,7 +116,7 @@ def test_a_cpu_whose_int8_gemm_saturates_gets_the_float_prefilter(monkeypatch: p
     """On an AVX2-only CPU ONNX Runtime's uint8 x int8 GEMM saturates in int16, and the int8 bound then let wrong
     rows into the top k (k=37 here): such a CPU is found once and searched with the float prefilter."""
     monkeypatch.setattr(core.retrieval.prefilter, "INT8_MIN_ROWS", 0)
-    monkeypatch.setattr(core.retrieval.prefilter, "int8_exact", lambda: False)
+    monkeypatch.setattr(core.retrieval.prefilter, "exact_code_limit", lambda: None)
     rng = np.random.default_rng(0)
     vectors, queries = unit(rng, 5000, 32), unit(rng, 20, 32)
     index = VectorIndex(vectors)
@@ -117,13 +124,15 @@ def test_a_cpu_whose_int8_gemm_saturates_gets_the_float_prefilter(monkeypatch: p
     check_exact(index, vectors, queries, 37)
 
 
-def test_the_int8_error_bound_holds_and_prunes() -> None:
-    """|cheap - exact| <= bound for every pair, and the bound is tight enough to skip >95% of the rows."""
-    if not int8_exact():
+@pytest.mark.parametrize("limit", CODE_LIMITS)
+def test_the_int8_error_bound_holds_and_prunes(limit: int) -> None:
+    """|cheap - exact| <= bound for every pair, and the bound is tight enough to skip >95% of the rows with either
+    code range."""
+    if not _gemm_exact(limit):
         pytest.skip(SATURATES)
     rng = np.random.default_rng(6)
     vectors, queries = unit(rng, 20000, 64), unit(rng, 30, 64)
-    scores = Int8Scores(vectors, CHUNK)
+    scores = Int8Scores(vectors, CHUNK, limit)
     out = scores.scores(queries)
     exact = queries.astype(np.float64) @ vectors.T.astype(np.float64)
     step = np.abs(queries).max(axis=1).astype(np.float64) / 127.0 * scores.scale
@@ -132,6 +141,13 @@ def test_the_int8_error_bound_holds_and_prunes() -> None:
     from core.retrieval.index import candidates
     _, rows = candidates(out, len(vectors), 5)
     assert len(rows) < 0.05 * len(vectors) * len(queries)
+
+
+def test_a_saturating_gemm_is_found_by_its_worst_case() -> None:
+    """The check multiplies extreme codes of one sign, where int16 pair sums overflow: an exact GEMM gives the int64
+    product, so a CPU passes for +-127 only if it passes for +-64 (the AVX2 path) as well."""
+    limit = exact_code_limit()
+    assert limit is None or all(_gemm_exact(narrower) for narrower in CODE_LIMITS if narrower <= limit)
 
 
 def test_chunk_maxima_are_maxima_of_real_rows() -> None:
@@ -190,7 +206,7 @@ def test_building_an_index_imports_no_onnx() -> None:
             "p.INT8_MIN_ROWS = 0; x = np.eye(8, dtype=np.float32); i = VectorIndex(x); "
             "print(type(i._prefilter).__name__, i.search(x[3], 1)[1].tolist(), 'onnx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["Int8Scores" if int8_exact() else "FloatScores", "[3]", "False"]
+    assert out.stdout.split() == ["Int8Scores" if exact_code_limit() else "FloatScores", "[3]", "False"]
 
 
 def test_blockwise_quantisation_matches_the_whole_matrix_pass() -> None:

@@ -23,6 +23,7 @@ from core.retrieval.index import VectorIndex
 from core.retrieval.assemble import build_retriever, load_encoder, load_reference_encoder
 from core.data.loaders import queries_for
 from core.settings import PROJECT_ROOT, Settings
+from core.threads import thread_report
 
 COLD_LOAD = ("import time; t = time.perf_counter(); from core.retrieval.assemble import load_encoder; "
              "e = load_encoder({name!r}, {runtime!r}); e.encode(['warm up']); print(time.perf_counter() - t)")
@@ -76,27 +77,14 @@ def query_encoders(encoder: Encoder, reference: Encoder, numpy_encoder: Encoder,
 
 
 def run_perf(settings: Settings, n_docs: int = 2000, n_queries: int = 100, k: int = 5) -> dict:
-    import torch
-    from sentence_transformers import util
-
+    """Every figure as a ratio against its baseline in this process. RtP and search are timed first, before torch
+    is imported (as in the dashboard and the studies, which never load it): torch's thread pool beside ONNX
+    Runtime's is the contention core.threads describes, and would be measured instead."""
     load_before = os.getloadavg()
-    cold = {runtime: cold_load_s(settings.embedding_model, runtime) for runtime in ("auto", "numpy", "torch")}
-    reference = load_reference_encoder(settings.embedding_model)
     encoder = load_encoder(settings.embedding_model, settings.encoder_runtime, settings.cache_dir)
     retriever, info = build_retriever(settings, encoder=encoder)
-    docs = retriever.registry.documents[:n_docs]
     texts = [q.query for q in queries_for(settings)][:n_queries]
-    reference.encode(docs[:64])  # warm-up
-    encoder.encode(texts[:5])
-
-    ours = _timeit(lambda: reference.encode(docs, batch_size=64), 1)[0]
-    raw = _timeit(lambda: reference.model.encode(docs, batch_size=64, normalize_embeddings=True,
-                                                 convert_to_numpy=True, show_progress_bar=False), 1)[0]
-    queries = query_encoders(encoder, reference, load_encoder(settings.embedding_model, "numpy"), texts)
-
-    vectors = retriever.index.vectors
-    build = min(_timeit(lambda: VectorIndex(vectors), 3))
-
+    encoder.encode(texts[:5])  # warm-up
     for text in texts[:5]:
         baseline().retrieve(text, None, k, retriever)
     latencies: list[float] = []
@@ -105,13 +93,27 @@ def run_perf(settings: Settings, n_docs: int = 2000, n_queries: int = 100, k: in
         baseline().retrieve(text, None, k, retriever)
         latencies.append(time.perf_counter() - start)
     qv = encoder.encode(texts)
-
+    vectors = retriever.index.vectors
     single_index = _timeit(lambda: [retriever.index.search(v, k) for v in qv], 3)
     single_numpy = _timeit(lambda: [numpy_topk(vectors, v[None, :], k) for v in qv], 3)
-    corpus_t, qv_t = torch.from_numpy(vectors), torch.from_numpy(qv)
-    single_st = _timeit(lambda: [util.semantic_search(qv_t[i:i + 1], corpus_t, top_k=k) for i in range(len(qv))], 3)
     batch_index = _timeit(lambda: retriever.index.batch_search(qv, k), 5)
     batch_numpy = _timeit(lambda: numpy_topk(vectors, qv, k), 5)
+    build = min(_timeit(lambda: VectorIndex(vectors), 3))
+    threads = thread_report()  # before torch: what the timings above ran with
+
+    import torch
+    from sentence_transformers import util
+
+    cold = {runtime: cold_load_s(settings.embedding_model, runtime) for runtime in ("auto", "numpy", "torch")}
+    reference = load_reference_encoder(settings.embedding_model)
+    docs = retriever.registry.documents[:n_docs]
+    reference.encode(docs[:64])  # warm-up
+    ours = _timeit(lambda: reference.encode(docs, batch_size=64), 1)[0]
+    raw = _timeit(lambda: reference.model.encode(docs, batch_size=64, normalize_embeddings=True,
+                                                 convert_to_numpy=True, show_progress_bar=False), 1)[0]
+    queries = query_encoders(encoder, reference, load_encoder(settings.embedding_model, "numpy"), texts)
+    corpus_t, qv_t = torch.from_numpy(vectors), torch.from_numpy(qv)
+    single_st = _timeit(lambda: [util.semantic_search(qv_t[i:i + 1], corpus_t, top_k=k) for i in range(len(qv))], 3)
     batch_st = _timeit(lambda: util.semantic_search(qv_t, corpus_t, top_k=k), 5)
 
     n = len(qv)
@@ -122,7 +124,9 @@ def run_perf(settings: Settings, n_docs: int = 2000, n_queries: int = 100, k: in
            (("index", batch_index), ("numpy", batch_numpy), ("semantic_search", batch_st))}
     return {
         "registry": info.registry, "registry_size": info.size, "model": info.model_id, "dim": info.dim,
-        "torch_threads": torch.get_num_threads(),
+        "threads": {**threads, "torch (loaded after RtP and search were timed)": {
+            "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads()}},
+        "index_kernel": retriever.index.kernel,
         "encoder_cold_load_s": {f"query encoder ({auto_runtime})": cold["auto"], "numpy": cold["numpy"],
                                 "sentence-transformers": cold["torch"]},
         "query_encode": queries,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from core.retrieval.bert_numpy import NumpyBertEncoder, check_supported, encode_
 from core.files import CannotWrite, untold
 from core.retrieval.checked_file import checked_bytes, write_checked
 from core.retrieval.embedding import ProgressFn, TwoSided
+from core.threads import session_options
 
 log = logging.getLogger(__name__)
 
@@ -141,10 +141,7 @@ class OnnxBertEncoder(TwoSided):
         config, st_config = check_supported(folder)
         self.model_id, self.dim = model_id, int(config["hidden_size"])
         self.tokenizer = load_tokenizer(folder, config, st_config)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
-        options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(cached_graph(folder, model_id, cache_dir), options,
+        self.session = ort.InferenceSession(cached_graph(folder, model_id, cache_dir), session_options(),
                                             providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:

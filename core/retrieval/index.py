@@ -37,6 +37,11 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self.vectors)
 
+    @property
+    def kernel(self) -> str:
+        """Which prefilter this CPU and size got (core.retrieval.prefilter.make_scores), as `perf` reports it."""
+        return self._prefilter.kernel
+
     def subindex(self, rows: np.ndarray) -> VectorIndex:
         """An index over some of this index's rows (registry-row ids kept), for the scaling study."""
         rows = np.asarray(rows, dtype=np.int64)

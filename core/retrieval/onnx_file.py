@@ -7,7 +7,6 @@ sentence-transformers' Normalize module does.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 from core.embedding_models import EmbeddingModelSpec, ModelUnavailable
 from core.retrieval.bert_numpy import encode_sorted, tokenize
 from core.retrieval.embedding import ProgressFn, TwoSided
+from core.threads import session_options
 
 
 class OnnxFileEncoder(TwoSided):
@@ -33,11 +33,9 @@ class OnnxFileEncoder(TwoSided):
         self.tokenizer.enable_truncation(spec.max_seq_length)
         self.tokenizer.no_padding()
         graph = spec.onnx_graph or spec.weights
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
-        options.inter_op_num_threads = 1
         try:
-            self.session = ort.InferenceSession(str(folder / graph), options, providers=["CPUExecutionProvider"])
+            self.session = ort.InferenceSession(str(folder / graph), session_options(),
+                                                providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types for a graph it cannot read
             raise ModelUnavailable(f"{graph} of {spec.name} cannot be loaded by ONNX Runtime "
                                    f"({type(exc).__name__}); run `make embed MODEL={spec.name}`") from None

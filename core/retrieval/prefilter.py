@@ -1,28 +1,34 @@
 """Cheap scores with a proven error bound, which the exact search in index.py uses to skip most rows.
 
 Int8Scores: the registry as int8 (one global scale) and each query as int8 (its own scale),
-multiplied by ONNX Runtime's integer GEMM (VNNI): the 47k x 384 matrix is 18 MB instead of
-72 MB, so a single query reads it from L3 cache, and a batch runs ~4x more multiplies per cycle
-than float32. For q = s*q8 + eq and x = t*x8 + ex (rounding residues),
+multiplied by ONNX Runtime's integer GEMM: the 47k x 384 matrix is 18 MB instead of 72 MB, so a
+single query reads it from L3 cache, and a batch runs ~4x more multiplies per cycle than float32.
+For q = s*q8 + eq and x = t*x8 + ex (rounding residues),
 
     q.x - s*t*(q8.x8) = q.ex + eq.(t*x8),   so   |error| <= |q|*max|ex| + |eq|*max|t*x8|,
 
-and q8.x8 is exact in int32. FloatScores (numpy float32 BLAS) is the fallback without
-onnxruntime and the choice for small indexes, where building a session costs more than it saves.
+and q8.x8 must be exact in int32. Which codes keep it exact depends on the CPU (exact_code_limit): with VNNI
+the registry's codes span +-127; on an AVX2-only CPU the GEMM sums pairs of uint8 x int8 products in int16
+(vpmaddubsw, saturating), so the codes span +-64 (2 * 255 * 64 = 32,640 fits; 2 * 255 * 127 does not) and the
+bound, twice as wide, keeps the search exact. FloatScores (numpy float32 BLAS, which reads all 72 MB per query) is
+the fallback without onnxruntime or an exact GEMM, and the choice for small indexes, where building a session
+costs more than it saves.
 """
 from __future__ import annotations
 
 import functools
-import os
 from typing import NamedTuple
 
 import numpy as np
 
 from core.retrieval import onnx_proto
+from core.threads import cores, session_options
 
 # Any cosine the index reports is float32(its float64 dot): within 2**-24 relative of the real one.
 # The bound adds this much on top, far above that rounding and above float32 BLAS round-off too.
 ROUNDING = 1e-5
+# The registry codes' ranges tried, widest (most precise) first: see the module's docstring.
+CODE_LIMITS = (127, 64)
 # measured: float32 wins at 4,096 rows (batch 36 vs 38 ms, build 0.4 vs 12 ms), int8 at 10,000 (61 vs 75 ms)
 INT8_MIN_ROWS = 8192
 CHUNK = 64  # rows per chunk whose maximum is reported: small enough to keep index.py's lower bound tight
@@ -41,6 +47,8 @@ class FloatScores:
     """float32 Q @ V.T; its error against the float64 dot is float32 round-off, <= dim * 2**-24 * |q| * |x|
     (|x| <= 1.001, assert_normalised's tolerance: twice that bound leaves room)."""
 
+    kernel = "float32 BLAS"
+
     def __init__(self, vectors: np.ndarray) -> None:
         self.vectors = vectors
 
@@ -58,10 +66,11 @@ class FloatScores:
 class Int8Scores:
     """Integer dot products of int8 queries with the int8 registry, via ONNX Runtime's MatMulInteger."""
 
-    def __init__(self, vectors: np.ndarray, chunk: int) -> None:
+    def __init__(self, vectors: np.ndarray, chunk: int, limit: int = CODE_LIMITS[0]) -> None:
         from onnxruntime import InferenceSession  # noqa: F401 (import error here means: use FloatScores)
 
-        self.scale = float(max(vectors.max(), -vectors.min())) / 127.0 or 1.0
+        self.kernel = f"int8 MatMulInteger (ONNX Runtime), registry codes within +-{limit}"
+        self.scale = float(max(vectors.max(), -vectors.min())) / limit or 1.0
         codes, self.max_residue, self.max_decoded_norm = _quantised(vectors, self.scale)
         self.size = len(vectors)
         # Padded to whole chunks with copies of the last row, which lies in the last chunk: every chunk's
@@ -75,13 +84,8 @@ class Int8Scores:
         if threads not in self._sessions:
             import onnxruntime as ort
 
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-            # No busy-waiting between calls: on a shared 2-core machine spinning threads steal the core
-            # the next numpy/BLAS call needs.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            self._sessions[threads] = ort.InferenceSession(self._model, options, providers=["CPUExecutionProvider"])
+            self._sessions[threads] = ort.InferenceSession(self._model, session_options(threads),
+                                                           providers=["CPUExecutionProvider"])
         return self._sessions[threads]
 
     def scores(self, queries: np.ndarray) -> Scores:
@@ -92,7 +96,7 @@ class Int8Scores:
         residue = np.sqrt(((queries - q8 * step[:, None]) ** 2).sum(axis=1))
         norm = np.sqrt((queries.astype(np.float64) ** 2).sum(axis=1))
         bound = norm * self.max_residue + residue * self.max_decoded_norm + ROUNDING
-        threads = 1 if len(queries) == 1 else (os.cpu_count() or 1)
+        threads = 1 if len(queries) == 1 else cores()
         cheap, maxima = self._session(threads).run(None, {"q": (q8 + 128).astype(np.uint8)})
         return Scores(cheap, maxima, bound / (step * self.scale))
 
@@ -132,31 +136,33 @@ def _matmul_integer_model(codes_t: np.ndarray, chunk: int) -> bytes:
 
 
 @functools.cache
-def int8_exact() -> bool:
-    """Whether this CPU's integer GEMM in ONNX Runtime is exact. Without VNNI (AVX2 only) it multiplies uint8 by
-    int8 with vpmaddubsw, which sums pairs of products into int16 and saturates: 255*127 + 255*127 > 32767. The
-    bound above assumes exact int32 dots, so on such a CPU it let top-k rows through (seen here on an AVX2-only
-    AMD EPYC); the float32 prefilter is used there instead. Checked once on the worst case: extreme codes."""
+def exact_code_limit() -> int | None:
+    """The widest of CODE_LIMITS for which this CPU's integer GEMM in ONNX Runtime is exact, or None (then the float32
+    prefilter). Without VNNI, +-127 codes saturated and let top-k rows through (seen on an AVX2-only AMD EPYC).
+    Checked once per limit on its worst case: extreme query codes against extreme registry codes of one sign."""
     try:
-        codes = np.full((64, 2 * CHUNK), 127, np.int8)
-        codes[:, 1::2] = -127
-        queries = np.full((2, 64), 127, np.int16)
-        queries[1] = -127
-        session = Int8Scores.__new__(Int8Scores)
-        session._model, session._sessions = _matmul_integer_model(codes, CHUNK), {}
-        cheap, _ = session._session(1).run(None, {"q": (queries + 128).astype(np.uint8)})
+        return next((limit for limit in CODE_LIMITS if _gemm_exact(limit)), None)
     except ImportError:
-        return False
+        return None
+
+
+def _gemm_exact(limit: int) -> bool:
+    codes = np.full((64, 2 * CHUNK), limit, np.int8)
+    codes[:, 1::2] = -limit
+    queries = np.full((2, 64), 127, np.int16)
+    queries[1] = -127
+    session = Int8Scores.__new__(Int8Scores)
+    session._model, session._sessions = _matmul_integer_model(codes, CHUNK), {}
+    cheap, _ = session._session(1).run(None, {"q": (queries + 128).astype(np.uint8)})
     return bool(np.array_equal(cheap, queries.astype(np.int64) @ codes.astype(np.int64)))
 
 
 def make_scores(vectors: np.ndarray) -> FloatScores | Int8Scores:
-    """Int8Scores where it pays, onnxruntime is installed and this CPU's integer GEMM is exact (int8_exact), else
-    FloatScores."""
-    if len(vectors) >= INT8_MIN_ROWS:
+    """Int8Scores where it pays, onnxruntime is installed and some code range keeps this CPU's integer GEMM exact
+    (exact_code_limit), else FloatScores."""
+    if len(vectors) >= INT8_MIN_ROWS and (limit := exact_code_limit()) is not None:
         try:
-            if int8_exact():
-                return Int8Scores(vectors, CHUNK)
-        except ImportError:
+            return Int8Scores(vectors, CHUNK, limit)
+        except ImportError:  # onnxruntime gone since the check ran (its answer is cached)
             pass
     return FloatScores(vectors)
