@@ -19,6 +19,16 @@ from ui.index_job import index_job
 from ui.page_settings import DEFAULT_STUDY, base_settings, current_settings
 
 
+def skip_the_repl_check() -> None:
+    """Streamlit's first element in a process asks whether it runs in a REPL (to warn that it should not) through
+    inspect.stack(), which reads the source of every frame: 0.17-0.77 s of a fresh server's first answer
+    (benchmarks/app_load.py --profile). This file runs under `streamlit run`, so the answer is known: the flag
+    Streamlit sets once it has asked (a private one: if it is renamed, setting it changes nothing)."""
+    import streamlit.delta_generator
+
+    streamlit.delta_generator._use_warning_has_been_displayed = True
+
+
 @st.cache_resource(show_spinner=False)
 def blas_once() -> None:
     """core.threads.one_blas_thread, set once per server."""
@@ -39,12 +49,14 @@ def start_results_unpack() -> None:
     """A fresh clone's first request unpacks the committed results (core.store.packing.unpack_if_packed: 9.8 MB of
     gzip to 69 MB) for the sidebar's study list: started once per server here, beside the page imports below, rather
     than after them. A failure is said by the page, whose own call meets it again."""
+    from core.store.packing import readable, still_packed
+
+    if not still_packed(base_settings().results_url):
+        return  # unpacked already (every server after a clone's first): nothing to start, and no import here
     # Imported here, not in the thread: two threads importing the same package at once can each meet the other's
     # half-initialised module (a fresh server's first page failed so: "partially initialized module"). The
     # unpack reaches SQLAlchemy lazily (core.store.dburl) while this thread imports it for the store summary below.
     import sqlalchemy.engine  # noqa: F401
-
-    from core.store.packing import readable
 
     def unpack() -> None:
         try:
@@ -55,6 +67,7 @@ def start_results_unpack() -> None:
     threading.Thread(target=unpack, name="results-unpack", daemon=True).start()
 
 
+skip_the_repl_check()
 blas_once()
 start_index()
 start_results_unpack()
@@ -101,7 +114,11 @@ with st.sidebar:
     k_shown = BOUNDS["k"].shown  # the part of k's range a slider offers, declared with it
     st.slider("Default k", k_shown.low, k_shown.high, value=5, key="k_default", bind="query-params",
               help="How many APIs each architecture retrieves.")
-    st.selectbox("Study", [DEFAULT_STUDY, *stored_studies(current_settings())], key="study", bind="query-params",
+    studies = stored_studies(current_settings())
+    linked = st.session_state.get("study") or st.query_params.get("study")
+    if not studies and linked and linked != DEFAULT_STUDY:  # not listed yet (a fresh clone's results unpacking)
+        studies = [linked]  # kept, not dropped from the link, until the next run lists the stored ones
+    st.selectbox("Study", [DEFAULT_STUDY, *studies], key="study", bind="query-params",
                  help=f"Which stored study the results pages show; {DEFAULT_STUDY}: {DEFAULT_STUDY_RULE}.")
     st.caption(f"LLM backend: **{md(settings.backend_label, 80)}**  \n"
                f"Embedding model: {md(settings.embedding_model, 80)}")

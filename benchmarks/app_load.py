@@ -13,6 +13,8 @@ A page counts as loaded at the last moment Streamlit's running indicator shows (
 appears), confirmed by 0.75 s without it; "first_columns_s" is when both columns' headers show.
 `--profile DIR` also profiles every script run inside each server (benchmarks/profile_hook) into DIR and adds, per
 server, its runs' seconds and where its first request's time went.
+`--fresh-clone N` instead clones HEAD N times into a temporary folder and times each clone's first ?q= link on its
+first server (empty caches) and on a second one.
 `--local N` instead times N typed queries with LLM_BACKEND=local (after `make llm`; a fresh call cache, one
 warm-up query first): until PtR's column has its plan, and until both columns have theirs.
 Needs Debian's chromium.
@@ -27,6 +29,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -80,8 +83,8 @@ def settled(page, title: str, poll_s: float = 0.025) -> float:
 
 
 @contextmanager
-def streamlit_server(env: dict[str, str] | None = None) -> Iterator[str]:
-    """A fresh `streamlit run app.py` on a free port; yields its URL once /_stcore/health answers."""
+def streamlit_server(env: dict[str, str] | None = None, root: Path = ROOT) -> Iterator[str]:
+    """A fresh `streamlit run app.py` in `root` on a free port; yields its URL once /_stcore/health answers."""
     url = f"http://127.0.0.1:{free_port()}"
     env = {**os.environ, **(env or {})}
     if profile_root is not None:
@@ -90,7 +93,7 @@ def streamlit_server(env: dict[str, str] | None = None) -> Iterator[str]:
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.port", url.rsplit(":", 1)[1], "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            cwd=root, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
         while True:
@@ -121,6 +124,31 @@ def first_qid_load() -> float:
         seconds = settled(page, "Query Inspector") - t0
         browser.close()
     return seconds
+
+
+def fresh_clone_load() -> dict:
+    """A fresh clone of this repository's HEAD (no data/cache, the results store still packed, no ONNX graph: what
+    `git clone` gives, with this .venv's packages): server start, then its first request, a shared ?q= link, until
+    both columns are rendered; and the same on a second fresh server over the caches the first one wrote."""
+    from playwright.sync_api import sync_playwright
+
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix="tdl-clone-") as folder:
+        clone = Path(folder) / "clone"
+        subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True)
+        for label in ("fresh_clone", "clone_second_server"):
+            started = time.perf_counter()
+            with streamlit_server(root=clone) as url, sync_playwright() as p:
+                out[f"{label}_server_start_s"] = time.perf_counter() - started
+                browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                t0 = time.perf_counter()
+                page.goto(f"{url}/inspector?" + urllib.parse.urlencode({"q": FIRST_QUERY, "k": 5}))
+                page.get_by_text("RtP · Retrieve-then-Plan").wait_for(timeout=TIMEOUT_MS)
+                page.get_by_text("PtR · Plan-then-Retrieve").wait_for(timeout=TIMEOUT_MS)
+                out[f"{label}_first_load_s"] = settled(page, "Query Inspector") - t0
+                browser.close()
+    return out
 
 
 def one_run() -> dict:
@@ -246,9 +274,19 @@ def main() -> int:
                         help="instead: N typed queries with the local LLM (make llm), timing PtR's column")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--profile", type=Path, metavar="DIR", help="profile every script run inside the servers")
+    parser.add_argument("--fresh-clone", type=int, default=0, metavar="N",
+                        help="instead: N fresh clones of HEAD, each's first ?q= link on its first and second server")
     args = parser.parse_args()
     global profile_root
     profile_root = args.profile
+    if args.fresh_clone:
+        clones = [fresh_clone_load() for _ in range(args.fresh_clone)]
+        summary = {key: {"median": statistics.median(c[key] for c in clones), "max": max(c[key] for c in clones)}
+                   for key in clones[0]}
+        summary["profile"] = profile_summary(args.profile) if args.profile else None
+        print(json.dumps({**summary, "clones": clones, "load_average": os.getloadavg()},
+                         indent=None if args.json else 2))
+        return 0
     if args.local:
         print(json.dumps(local_inspector(min(args.local, len(LOCAL_QUERIES) - 1)), indent=None if args.json else 2))
         return 0

@@ -128,3 +128,25 @@ def test_damaged_packed_results_get_one_line_on_the_pages_and_rtp_still_answers(
     assert not at.exception and len(at.expander) >= 5
     assert packed.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.sqlite.gz"]
+
+
+def test_a_fresh_clone_answers_before_its_results_are_unpacked(app_env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the committed results are still packed, the sidebar does not wait for their study list and the
+    Inspector's live answer does not wait for the router's stored fit; a linked study stays chosen meanwhile."""
+    import ui.resources
+    import ui.widgets
+
+    monkeypatch.setattr(ui.resources, "still_packed", lambda url: True)
+    monkeypatch.setattr(ui.widgets, "still_packed", lambda url: True)
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)  # the link is the session's first request
+    at.switch_page("app_pages/inspector.py")
+    at.query_params.update({"q": "Find hotels in Paris", "study": "offline"})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    study = at.sidebar.selectbox(key="study")
+    assert study.options == ["default", "offline"] and study.value == "offline"
+    assert len(at.expander) >= 5  # RtP's hits
+    assert not any("Adaptive router" in str(i.value) for i in at.info)  # its fit is read once the store is
+    monkeypatch.undo()
+    at = page("app_pages/inspector.py", {"q": "Find hotels in Paris", "study": "offline"})
+    assert "offline" in at.sidebar.selectbox(key="study").options

@@ -25,7 +25,8 @@ from core.local_models import LOCAL_MODELS
 from core.settings import Settings
 from core.study.gold_trace import GoldTrace, trace_gold
 from core.store.commit import git_commit
-from ui.safe import plot_text
+from core.store.packing import still_packed
+from ui.figures import subtitled
 
 if TYPE_CHECKING:  # the reader imports pandas: a shared ?q= link never needs it (core.analysis.store_summary)
     from core.analysis.reader import ResultsReader
@@ -35,7 +36,10 @@ if TYPE_CHECKING:  # the reader imports pandas: a shared ?q= link never needs it
 
 def stored_studies(settings: Settings) -> list[str]:
     """The systems with a complete main study on the chosen registry's study registry (StoreSummary.systems), or
-    none when the store cannot be read (the pages say why)."""
+    none when the store cannot be read (the pages say why) or is still being unpacked (a fresh clone's first
+    seconds: app.py unpacks it in the background, and the next run lists them)."""
+    if still_packed(settings.results_url):
+        return []
     try:
         return _summary(settings.results_url, settings.cache_dir).systems(settings.registry_declared.study_registry)
     except Exception:  # a missing or damaged store is reported by the page, not the sidebar
@@ -165,10 +169,7 @@ def gold_traces(query: str, writing: StubWriting | None, gold: frozenset, retrie
 def _figure(url: str, version: tuple[int, ...], key: tuple, subtitle: str,
             _build: Callable[[], go.Figure]) -> go.Figure:
     fig = _build()
-    if subtitle:
-        fig.update_layout(title_subtitle_text=plot_text(subtitle, 200),
-                          title_subtitle_font={"size": 11, "color": "#666"})
-    return fig
+    return subtitled(fig, subtitle) if subtitle else fig
 
 
 def db_figure(settings: Settings, key: tuple, build: Callable[[], go.Figure], source: dict | None = None) -> go.Figure:

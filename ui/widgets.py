@@ -21,6 +21,7 @@ from core.retrieval.archs import QUERY_LABEL, Arch
 from core.backends import OFFLINE_LABEL
 from core.data.registry import Registry
 from core.settings import DataNotFoundError, Settings, redact
+from core.store.packing import still_packed
 from core.data.toolbench import Api, ApiKey
 from core.store.dburl import DatabaseUnavailable, open_error, shown
 from core.study.query_result import ArchResult
@@ -304,7 +305,10 @@ def arch_section(declared: Arch, block: ArchResult | None, lookup: Callable[[Api
 
 def stored_router_fit(settings: Settings, gold: str, k: int, study: str | None) -> RouterFit | None:
     """The router's fit on the stored study (ui.resources.router_fit); None without one, and one error line, never
-    a traceback, when the store cannot be read."""
+    a traceback, when the store cannot be read; None while a fresh clone's results are still being unpacked (a live
+    answer does not wait for them: the next run shows the verdict)."""
+    if still_packed(settings.results_url):
+        return None
     try:
         return router_fit(settings, gold, k, study)
     except Exception as exc:

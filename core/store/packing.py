@@ -112,6 +112,13 @@ def _where_else(archive: Path, exc: CannotWrite) -> str:
     return f"free some space there, or {elsewhere}" if exc.errno in FULL else elsewhere
 
 
+def still_packed(url: str) -> bool:
+    """True while a SQLite store exists only as its committed `.gz` (a fresh clone before, or during, its unpack):
+    the pages that can answer without it do not wait for it."""
+    path = sqlite_path(url)
+    return path is not None and not path.exists() and packed_path(path).exists()
+
+
 def readable(url: str) -> bool:
     """False when the SQLite file does not exist and no packed copy does either: reading never creates a database
     (the committed `.gz` is unpacked first)."""
