@@ -90,15 +90,35 @@ def test_without_onnxruntime_auto_falls_back_to_numpy(monkeypatch: pytest.Monkey
 
 
 @pytest.mark.subprocess
-def test_a_fresh_interpreter_with_the_graph_cached_imports_neither_torch_nor_onnx(graph_cache: Path,
-                                                                                  tmp_path: Path) -> None:
-    shutil.copytree(graph_cache / "onnx", tmp_path / "onnx")
+@pytest.mark.parametrize("cached", [True, False])
+def test_a_fresh_interpreter_loads_or_builds_the_graph_importing_neither_torch_nor_onnx(
+        graph_cache: Path, tmp_path: Path, cached: bool) -> None:
+    """With the graph cached, and on a fresh clone's first start, which writes it (core.retrieval.onnx_proto)."""
+    if cached:
+        shutil.copytree(graph_cache / "onnx", tmp_path / "onnx")
     code = ("import sys; from core.retrieval.assemble import load_encoder; e = load_encoder('all-MiniLM-L6-v2'); "
             "v = e.encode(['find hotels in London']); "
             "print(e.runtime, v.shape, [m for m in ('torch', 'sentence_transformers', 'onnx') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, "CACHE_DIR": str(tmp_path), "ENCODER_RUNTIME": "auto"})
     assert out.stdout.split() == ["onnx", "(1,", "384)", "[]"]
+    assert len(list((tmp_path / "onnx").glob("minilm-*.onnx"))) == 1
+
+
+def test_the_written_graph_is_valid_onnx(graph_cache: Path) -> None:
+    """onnx's own parser and checker accept the bytes onnx_proto wrote (ONNX Runtime's Attention is a contrib op
+    the checker does not know, so the model is checked without its schema pass)."""
+    import onnx
+
+    (graph,) = (graph_cache / "onnx").glob("minilm-*.onnx")
+    parsed = onnx.load(str(graph))
+    onnx.checker.check_model(parsed)
+    kinds = [n.op_type for n in parsed.graph.node]
+    assert kinds.count("Attention") == 6 and kinds.count("LayerNormalization") == 13
+    assert {o.domain: o.version for o in parsed.opset_import} == {"": 20, "com.microsoft": 1}
+    norm = next(n for n in parsed.graph.node if n.op_type == "LayerNormalization")
+    assert {a.name: (a.type, a.i if a.type == 2 else a.f) for a in norm.attribute} == {
+        "axis": (2, -1), "epsilon": (1, pytest.approx(1e-12, rel=1e-6))}
 
 
 @pytest.mark.parametrize("damage", ["zeroed", "random", "truncated", "no_digest"])

@@ -5,8 +5,8 @@ GEMMs plus ~100 numpy calls (LayerNorm, GELU, softmax), each reading and writing
 ONNX Runtime runs the same float32 graph with fused attention, LayerNorm and GELU kernels in 9-10 ms,
 with vectors within 2e-7 of the numpy ones. (int8 weights in the feed-forward layers took it to
 4.8 ms but moved recall@5 by up to 0.014 on a subset, with 63% identical top-5 sets: rejected.)
-The graph is written with the `onnx` helpers from the weights NumpyBertEncoder loads (no torch, no
-download), and cached under CACHE_DIR keyed by the weights' sha256, so it is built once per model. A CACHE_DIR
+The graph is written (core.retrieval.onnx_proto: no `onnx` import) from the weights NumpyBertEncoder loads (no
+torch, no download), and cached under CACHE_DIR keyed by the weights' sha256, so it is built once per model. A CACHE_DIR
 that cannot take it (read-only, full) costs a build per start: the graph built is used from memory, with one line.
 """
 from __future__ import annotations
@@ -20,15 +20,17 @@ import numpy as np
 
 from core.retrieval.bert_numpy import NumpyBertEncoder, check_supported, encode_sorted, load_tokenizer, tokenize
 from core.files import CannotWrite, untold
+from core.retrieval import onnx_proto
 from core.retrieval.checked_file import checked_bytes, write_checked
 from core.retrieval.embedding import ProgressFn, TwoSided
 from core.threads import session_options
 
 log = logging.getLogger(__name__)
 
-GRAPH_VERSION = 1  # part of the cache key: bump it when the graph below changes
+GRAPH_VERSION = 2  # part of the cache key: bump it when the graph below changes (2: written by onnx_proto)
 OPSET = 20  # Gelu is an opset-20 operator
 MS = "com.microsoft"
+INT32 = 6  # TensorProto.INT32, the attention mask's type for Attention
 
 
 def weights_sha256(folder: Path) -> str:
@@ -44,41 +46,33 @@ class _Graph:
     """Collects nodes and initialisers; names are generated so the builder below stays short."""
 
     def __init__(self) -> None:
-        from onnx import helper, numpy_helper
-
-        self.helper, self.numpy_helper = helper, numpy_helper
-        self.nodes: list = []
-        self.inits: list = []
+        self.nodes: list[bytes] = []
+        self.inits: list[bytes] = []
         self.count = 0
 
     def const(self, array: np.ndarray) -> str:
         self.count += 1
         name = f"c{self.count}"
-        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
+        self.inits.append(onnx_proto.tensor(name, np.ascontiguousarray(array)))
         return name
 
-    def op(self, kind: str, inputs: Sequence[str], domain: str = "", **attrs: object) -> str:
+    def op(self, kind: str, inputs: Sequence[str], domain: str = "", **attrs: int | float) -> str:
         self.count += 1
         out = f"t{self.count}"
-        self.nodes.append(self.helper.make_node(kind, list(inputs), [out], domain=domain, **attrs))
+        self.nodes.append(onnx_proto.node(kind, list(inputs), [out], domain=domain, **attrs))
         return out
 
 
 def build_graph(encoder: NumpyBertEncoder) -> bytes:
     """The serialised model: input_ids [B, L] int64, attention_mask [B, L] float32 -> mean-pooled [B, dim]."""
-    from onnx import TensorProto, helper
-
     w, g, dim = encoder.w, _Graph(), encoder.dim
-    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "length"])
-    mask = helper.make_tensor_value_info("attention_mask", TensorProto.FLOAT, ["batch", "length"])
-    pooled = helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", dim])
 
     def linear(x: str, name: str) -> str:
         return g.op("Add", [g.op("MatMul", [x, g.const(w[name + ".weight"])]), g.const(w[name + ".bias"])])
 
     def layer_norm(x: str, name: str) -> str:
         return g.op("LayerNormalization", [x, g.const(w[name + ".weight"]), g.const(w[name + ".bias"])],
-                    axis=-1, epsilon=encoder.eps)
+                    axis=-1, epsilon=float(encoder.eps))
 
     length = g.op("Gather", [g.op("Shape", ["input_ids"]), g.const(np.array([1], np.int64))], axis=0)
     positions = (w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0])
@@ -86,7 +80,7 @@ def build_graph(encoder: NumpyBertEncoder) -> bytes:
                      g.op("Slice", [g.const(positions.astype(np.float32)), g.const(np.array([0], np.int64)),
                                     length, g.const(np.array([0], np.int64))])])
     x = layer_norm(x, "embeddings.LayerNorm")
-    int_mask = g.op("Cast", ["attention_mask"], to=TensorProto.INT32)
+    int_mask = g.op("Cast", ["attention_mask"], to=INT32)
     for i in range(encoder.layers):
         p = f"encoder.layer.{i}."
         attn = p + "attention.self.qkv"
@@ -100,12 +94,12 @@ def build_graph(encoder: NumpyBertEncoder) -> bytes:
     total = g.op("ReduceSum", [g.op("Mul", [x, weights]), g.const(np.array([1], np.int64))], keepdims=0)
     count = g.op("Max", [g.op("ReduceSum", ["attention_mask", g.const(np.array([1], np.int64))], keepdims=1),
                          g.const(np.array(1e-9, np.float32))])
-    g.nodes.append(helper.make_node("Div", [total, count], ["pooled"]))
-    graph = helper.make_graph(g.nodes, "minilm", [ids, mask], [pooled], g.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS, 1)],
-                              producer_name="tool-discovery-lab")
-    model.ir_version = 9
-    return model.SerializeToString()
+    g.nodes.append(onnx_proto.node("Div", [total, count], ["pooled"]))
+    return onnx_proto.model("minilm", g.nodes, g.inits,
+                            [onnx_proto.value_info("input_ids", np.int64, ["batch", "length"]),
+                             onnx_proto.value_info("attention_mask", np.float32, ["batch", "length"])],
+                            [onnx_proto.value_info("pooled", np.float32, ["batch", dim])],
+                            opset=OPSET, domains={MS: 1})
 
 
 def graph_path(folder: Path, cache_dir: Path) -> Path:
