@@ -1,5 +1,5 @@
 """Overview: what the study compares; whether each stored study shows the paper's crossover, in its own numbers,
-with every backend's series in one chart; the leaderboard; the model-size answer; and what is loaded."""
+with every system's PtR − RtP per subset in one chart; the leaderboard; the model-size answer; and what is loaded."""
 from __future__ import annotations
 
 import pandas as pd
@@ -13,7 +13,7 @@ from core.store.dburl import shown
 from ui import figures
 from ui.safe import md
 from ui.index_job import index_job
-from ui.leaderboard import leaderboard, leaderboard_board
+from ui.leaderboard import gains_table, leaderboard, leaderboard_board
 from ui.model_size import model_size
 from ui.registry_charts import across_registries
 from ui.page_settings import current_settings
@@ -36,11 +36,15 @@ if results_ready(settings):
     if board is not None and not board.empty:
         st.markdown("\n".join(f"- **{md(system, 80)}**: {md(verdict, 300)}"
                                for system, verdict in crossover_lines(board)))
-        st.plotly_chart(db_figure(settings, ("crossover_backends", gold, "recall"),
-                                  lambda: figures.crossover_backends(board, "recall"), {"gold": gold, "k": 5}),
-                        width="stretch")
-        st.caption("Every backend and model in its latest stored study, each as its own series (line style), and the "
-                   "paper's. Results → Leaderboard has the intervals and the precision view.")
+        gains = gains_table(settings, gold)
+        if gains is not None:
+            st.plotly_chart(db_figure(settings, ("subset_gains", gold), lambda: figures.subset_gains(gains, gold=gold),
+                                      {"gold": gold, "k": 5}), width="stretch")
+            st.caption("PtR − RtP recall@5 per subset, a bar per discovery system in its latest stored study (above "
+                       "zero, PtR found more of the gold), with paired bootstrap 95% intervals over queries; the "
+                       "paper's Gemini 2.5 Flash hatched, from its reported means (no interval). A system with no bar "
+                       "on a subset has no stored study of it. Results → Main table has each study's paired tests, "
+                       "Results → Leaderboard both sides' recall and precision.")
 
     st.subheader("Across registries")
     across_registries(settings, gold)

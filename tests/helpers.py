@@ -10,6 +10,8 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
+import shutil
 import socket
 import time
 from collections import defaultdict
@@ -256,6 +258,20 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def chromium() -> str:
+    """Debian's Chromium for the browser tests: a skip where it is missing, a failure under CI, which needs it."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs Chromium for the browser test (apt-get install chromium)")
+        pytest.skip("Chromium is not installed")
+    return path
 
 
 # ---------------------------------------------------------------- the dashboard's test data (AppTest and the browser)

@@ -86,7 +86,14 @@ def test_overview_shows_explanation_chart_and_status_and_no_llm_banner(app_env, 
     no_exception(at)
     assert at.title[0].value == "Tool Discovery Lab"
     assert not any("No LLM is configured" in w for w in texts(at, "warning"))  # the Inspector's banner, not here
-    assert len(at.get("plotly_chart")) == 3  # the crossover, PtR - RtP per registry and the model-size answer
+    assert len(at.get("plotly_chart")) == 3  # PtR - RtP per subset, per registry, and the model-size answer
+    headline = json.loads(at.get("plotly_chart")[0].proto.spec)
+    ours, theirs = headline["data"][0], headline["data"][-1]
+    assert {t["type"] for t in headline["data"]} == {"bar"} and theirs["name"] == "paper: Gemini 2.5 Flash (gte-base)"
+    assert ours["error_y"]["visible"] and ours["x"][0] == "G1_instruction"
+    assert theirs["y"][0] == pytest.approx(-0.083) and not theirs["error_y"]["visible"]  # the paper's G1, no interval
+    assert "PtR − RtP" in headline["layout"]["title"]["text"]
+    assert any("paired bootstrap 95% intervals" in t for t in texts(at, "caption"))
     bars = json.loads(at.get("plotly_chart")[1].proto.spec)["data"]
     assert bars[0]["x"] == ["ToolBench"]  # PtR - RtP per registry: the only one this store holds
     assert bars[1]["x"] == ["paper: ToolBench"] and bars[1]["y"] == [pytest.approx(-0.083)]  # the paper's G1

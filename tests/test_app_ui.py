@@ -276,13 +276,14 @@ def test_crossover_draws_ours_and_the_papers_in_subset_order() -> None:
     assert _traces(fig)[:2] == ["RtP (ours)", "PtR (ours)"] and any("paper" in n for n in _traces(fig))
     assert list(fig.data[0].x) == ["G1_instruction", "G2_instruction"]
     json.loads(fig.to_json())  # serialisable for the browser
+    assert all(t.mode == "markers" for t in fig.data)  # subsets are categories: no line joins them
     theirs = [t for t in fig.data if "paper" in t.name]
-    assert theirs and all(t.mode == "markers" for t in theirs)  # points where it reports them, no line across
-    assert not fig.layout.annotations
+    assert [t.offsetgroup for t in theirs] == ["rtp", "ptr"] == [t.offsetgroup for t in fig.data[:2]]  # on ours' spot
+    assert fig.layout.scattermode == "group" and fig.layout.xaxis.title.text is None
     named = figures.crossover(_main_table(), paper.main_points(PAPER), "recall", 5, "offline heuristic, not an LLM",
                               "relevant")
     assert _traces(named)[1] == "PtR (ours: offline heuristic, not an LLM)"
-    assert "behaves like api_list" in named.layout.annotations[0].text
+    assert "behaves like api_list" in named.layout.xaxis.title.text  # an axis title: room kept, above the legend
     blank = figures.crossover(_main_table().iloc[0:0], paper.main_points(PAPER))
     assert not blank.data and "bench main" in blank.layout.annotations[0].text
 

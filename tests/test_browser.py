@@ -21,26 +21,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_DATA
-from tests.helpers import APP, MAIN_K, MODEL_CACHE, SCRUBBED, build_app_env, llama_built
+from tests.helpers import APP, CHROMIUM_ARGS, MAIN_K, MODEL_CACHE, SCRUBBED, build_app_env, chromium, llama_built
 
 pytestmark = pytest.mark.browser
 expect = pytest.importorskip("playwright.sync_api").expect
 # Tests must not rewrite tracked files: the screenshot goes to SCREENSHOT_DIR (default: the temp dir).
 SCREENSHOTS = Path(os.environ.get("SCREENSHOT_DIR", tempfile.gettempdir()))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 START_TIMEOUT_S = 60
 RENDER_TIMEOUT_MS = 90_000  # the first query loads the real embedding model
 REGISTRY_FIXTURES = Path(__file__).parent / "fixtures" / "registries"
-
-
-def chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Chromium for the browser test (apt-get install chromium)")
-        pytest.skip("Chromium is not installed")
-    return path
 
 
 def free_port() -> int:

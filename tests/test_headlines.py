@@ -118,3 +118,47 @@ def test_the_results_page_verdict_reads_the_shown_studys_main_table() -> None:
     assert diffs == pytest.approx({"G1_instruction": -0.118, "G2_instruction": -0.023, "G3_instruction": -0.032})
     verdict = crossover_verdict(diffs, "recall", k=10)
     assert "no crossover" in verdict and "recall@10" in verdict
+
+
+def paired(rows: list[tuple[str, str, float]]) -> pd.DataFrame:
+    """ResultsReader.paired_tests' columns that the headline reads: (subset, metric, mean difference)."""
+    return pd.DataFrame([{"subset": s, "metric": m, "n": 200, "mean_diff": d, "diff_low": d - 0.02,
+                          "diff_high": d + 0.02} for s, m, d in rows])
+
+
+def test_the_headline_table_holds_each_systems_paired_recall_differences_then_the_papers() -> None:
+    """One row per system and subset it holds, in the study's subset order; recall only; a difference no query
+    defines is left out; the paper's Gemini 2.5 Flash last, from its reported means, with no interval."""
+    from core.analysis.paper import PAPER_SYSTEM, load_paper
+    from core.analysis.subset_gains import subset_gains
+
+    table = subset_gains({
+        "a": paired([("G2_category", "recall", 0.05), ("G1_instruction", "recall", -0.04),
+                     ("G1_instruction", "precision", 0.9), ("G3_instruction", "recall", float("nan"))]),
+        "b": paired([("G2_instruction", "recall", 0.06)])}, load_paper())
+    assert list(zip(table["system"], table["subset"])) == [
+        ("a", "G1_instruction"), ("a", "G2_category"), ("b", "G2_instruction"), (PAPER_SYSTEM, "G1_instruction"),
+        (PAPER_SYSTEM, "G2_instruction"), (PAPER_SYSTEM, "G3_instruction")]
+    assert table["diff"].tolist()[:3] == pytest.approx([-0.04, 0.05, 0.06])
+    assert table["low"].tolist()[:3] == pytest.approx([-0.06, 0.03, 0.04])
+    theirs = table[table["source"] == "paper"]
+    assert theirs["diff"].tolist() == pytest.approx([0.289 - 0.372, 0.188 - 0.143, 0.172 - 0.160])
+    assert theirs["n"].tolist() == [200, 200, 100] and theirs[["low", "high"]].isna().all().all()
+    assert subset_gains({}, {}).empty  # no study and no paper figures: nothing to draw
+
+
+def test_the_headlines_interval_is_the_model_size_tables_own() -> None:
+    """The headline reads the paired tests' bootstrap; the model-size table draws its own from the same per-query
+    differences: the two must agree, or the Overview's two charts would disagree on one number."""
+    import numpy as np
+
+    from core.analysis.model_size import paired_difference
+    from core.analysis.subset_gains import subset_gains
+    from core.analysis.tables import paired_tests
+
+    rng = np.random.default_rng(3)
+    pq = pd.DataFrame({"subset": "G2_instruction", "rtp_recall": rng.uniform(0, 1, 40).round(2),
+                       "ptr_recall": rng.uniform(0, 1, 40).round(2), "rtp_precision": 0.2, "ptr_precision": 0.3})
+    [row] = subset_gains({"s": paired_tests(pq)}, {}).itertuples()
+    assert (row.diff, row.low, row.high) == pytest.approx(paired_difference(pq["ptr_recall"], pq["rtp_recall"]))
+    assert row.low < row.diff < row.high and row.n == 40

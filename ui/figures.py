@@ -1,7 +1,10 @@
 """Plotly figure builders: pure functions from DataFrames to go.Figure, testable without Streamlit.
 
-Our numbers are solid lines and filled markers; the paper's are open markers on dotted lines, in
-the same colour per architecture, so each chart reads as "ours vs paper" at a glance.
+Ours are filled markers or bars, the paper's open markers or hatched bars, in the same colour per architecture,
+so each chart reads as "ours vs paper" at a glance. Subsets are categories, not a sequence: a chart over subsets
+draws bars or markers, never a line from one subset to the next; only sequences (k, registry size, a threshold, a
+coupling) are lines. Every legend sits at the bottom of its figure, where no title or subtitle can reach it
+(_layout).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from core.retrieval.archs import ARCH_LIST, ARCHS, PAPER_ARCHS
 from core.data.toolbench import subset_order
 from core.analysis.paper import PAPER_LABEL
 from core.embedding_models import retriever_label
+from ui.chart_text import wrap
 from ui.safe import plot_text
 
 ARCH_COLORS = {a.name: a.colour for a in ARCH_LIST}
@@ -28,15 +32,24 @@ MAP_MARKERS = {"query": ("star", 18, "#111111"), "stub": ("diamond", 13, "#ff7f0
 MAP_NAMES = {"query": "query", "stub": "PtR stub", **{a.name: f"{a.label} hit" for a in ARCH_LIST if a.map_marker}}
 
 
-def _layout(fig: go.Figure, title: str, height: int = 420, legend_below: bool = False) -> go.Figure:
-    """Title at the very top and the legend between it and the plot (or below it, for panel grids whose
-    panel titles sit where the legend would), so the two never overlap."""
-    legend = ({"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0} if legend_below
-              else {"orientation": "h", "yanchor": "bottom", "y": 1.06, "x": 0})
-    fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left", "y": 0.99, "yanchor": "top"},
-                      height=height, margin={"l": 50, "r": 20, "t": 70 if legend_below else 120,
-                                             "b": 130 if legend_below else 40},
-                      legend=legend, hovermode="closest", template="plotly_white")
+PANEL_TITLE_CHARS = 30  # what a panel title holds in a two-panel row of a 540 px chart (a 1,000 px window)
+LINE_PX = 20  # one line of a panel title or of an annotation above the plot
+LEGEND = {"orientation": "h", "xref": "container", "x": 0, "xanchor": "left", "yref": "container", "y": 0,
+          "yanchor": "bottom"}
+
+
+def _layout(fig: go.Figure, title: str, height: int = 420, above_plot: int = 0) -> go.Figure:
+    """The title and the subtitle db_figure adds at the top, pushing the plot down as far as they need, with
+    `above_plot` px kept free under them for panel titles or notes that sit right above the plot; the legend at
+    the bottom of the figure, in rows plotly reserves below the axes. A legend between title and plot grew into
+    the subtitle when a narrow chart wrapped it onto more rows; from the bottom it cannot reach the title at
+    any width. The title stays one short line: plotly lifts a two-line title's first line out of a subtitled
+    figure."""
+    fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left", "xref": "container",
+                             "y": 1, "yanchor": "top", "yref": "container", "automargin": True,
+                             "pad": {"t": 10, "b": above_plot}},
+                      height=height, margin={"l": 50, "r": 20, "t": 30, "b": 20}, legend=LEGEND,
+                      hovermode="closest", template="plotly_white")
     return fig
 
 
@@ -61,8 +74,9 @@ def ours_name(arch: str, system: str | None) -> str:
 
 def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k: int = 5, system: str | None = None,
               gold: str = "api_list") -> go.Figure:
-    """metric@k by subset for both architectures, error bars = std over runs, the paper's points beside
-    (markers only, on the subsets it reports). `system` names our backend in the legend.
+    """metric@k by subset for both architectures as markers, error bars = std over runs, each with the paper's open
+    marker on the same spot where it reports one: subsets are categories, so no line joins them. `system` names our
+    backend in the legend.
 
     `main` has ResultsReader.main_table's columns; `paper` has core.analysis.paper.main_points' columns.
     """
@@ -75,8 +89,8 @@ def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k
     fig = go.Figure()
     for arch in PAPER_ARCHS:
         fig.add_trace(go.Scatter(
-            x=ours["subset"], y=ours[f"{arch}_mean"], name=ours_name(arch, system), mode="lines+markers",
-            marker={"color": ARCH_COLORS[arch], "size": 10}, line={"color": ARCH_COLORS[arch], "width": 3},
+            x=ours["subset"], y=ours[f"{arch}_mean"], name=ours_name(arch, system), mode="markers", offsetgroup=arch,
+            marker={"color": ARCH_COLORS[arch], "size": 12},
             error_y={"type": "data", "array": ours[f"{arch}_std"].fillna(0.0), "visible": True},
             hovertemplate="%{x}<br>" + ARCH_NAMES[arch] + " %{y:.3f} ± %{error_y.array:.3f}<extra></extra>"))
     theirs = paper[(paper["metric"] == metric) & paper["subset"].isin(order)] if len(paper) else paper
@@ -86,28 +100,30 @@ def crossover(main: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", k
             points = points.set_index("subset").loc[[s for s in order if s in set(points["subset"])]].reset_index()
             fig.add_trace(go.Scatter(
                 x=points["subset"], y=points["mean"], name=f"{ARCH_NAMES[arch]} ({PAPER_LABEL})",
-                mode="markers", marker={"color": ARCH_COLORS[arch], "size": 13, "symbol": "diamond-open",
-                                        "line": {"width": 2}},
+                mode="markers", offsetgroup=arch, marker={"color": ARCH_COLORS[arch], "size": 16,
+                                                          "symbol": "diamond-open", "line": {"width": 2}},
                 error_y={"type": "data", "array": points["std"].fillna(0.0), "visible": True},
                 hovertemplate="%{x}<br>paper " + ARCH_NAMES[arch] + " %{y:.3f}<extra></extra>"))
-    fig.update_xaxes(categoryorder="array", categoryarray=order, title=None)
+    fig.update_layout(scattermode="group", scattergap=0.5)  # RtP left, PtR right of each subset; ours and paper's alike
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order, title=None)
     fig.update_yaxes(title=f"{metric}@{k}", rangemode="tozero")
     if gold == "relevant" and len(theirs):
         _warn(fig, RELEVANT_WARNING)
-    return _layout(fig, title)
+    return _layout(fig, title, 460)
 
 
 def _warn(fig: go.Figure, text: str) -> None:
-    fig.add_annotation(text="⚠ " + text, showarrow=False, x=0, y=-0.14, xref="paper", yref="paper",
-                       xanchor="left", font={"size": 12, "color": "#9a6700"})
+    """A warning as the x axis's title: plotly keeps room for an axis title, so it meets neither the tick labels
+    nor the legend under them, as a note placed below the plot did."""
+    fig.update_xaxes(title={"text": wrap("⚠ " + text, 80), "font": {"size": 12, "color": "#9a6700"}})
 
 
-SYSTEM_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 SYSTEM_SYMBOLS = ("circle", "square", "diamond-open", "triangle-up", "x")
 
 
 def crossover_backends(board: pd.DataFrame, metric: str = "recall", k: int = 5) -> go.Figure:
-    """metric@k by subset for every system of the leaderboard: colour = architecture, line style = system."""
+    """metric@k by subset for every system of the leaderboard as markers: colour = architecture, symbol = system,
+    each system in its own slot of a subset (no line joins subsets: they are categories)."""
     title = f"{metric}@{k} by subset, every backend"
     if board.empty:
         return empty(title, "No main-comparison results yet: run `python -m core bench main`.")
@@ -121,17 +137,55 @@ def crossover_backends(board: pd.DataFrame, metric: str = "recall", k: int = 5) 
             part = part.set_index("subset").loc[[s for s in order if s in set(part["subset"])]].reset_index()
             fig.add_trace(go.Scatter(
                 x=part["subset"], y=part[metric], name=plot_text(f"{ARCH_NAMES[arch]} · {system}", 70),
-                mode="lines+markers", line={"color": ARCH_COLORS[arch], "dash": SYSTEM_DASHES[i % 5], "width": 2},
-                marker={"color": ARCH_COLORS[arch], "symbol": SYSTEM_SYMBOLS[i % 5], "size": 9},
+                mode="markers", offsetgroup=system, marker={
+                    "color": ARCH_COLORS[arch], "symbol": SYSTEM_SYMBOLS[i % len(SYSTEM_SYMBOLS)], "size": 10},
                 customdata=part["n"], hovertemplate="%{x}<br>" + plot_text(system, 60) + " · " + ARCH_NAMES[arch]
                 + " %{y:.3f} (n %{customdata})<extra></extra>"))
-    fig.update_xaxes(categoryorder="array", categoryarray=order, title=None)
+    fig.update_layout(scattermode="group", scattergap=0.3)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order, title=None)
     fig.update_yaxes(title=f"{metric}@{k}", rangemode="tozero")
-    # One legend entry per system and architecture, two to a row at the page's width: below the plot, with room
-    # for every row, since above it a fourth system's rows ran into the title.
-    legend_px = 70 + 22 * math.ceil(len(fig.data) / 2)
-    return _layout(fig, title, height=400 + legend_px, legend_below=True).update_layout(
-        margin_b=legend_px, legend_y=-0.08)
+    # One legend entry per system and architecture, about two to a row in a narrow chart: the figure grows by
+    # those rows, so that the plot keeps its height under them.
+    return _layout(fig, title, height=420 + 20 * math.ceil(len(fig.data) / 2))
+
+
+SYSTEM_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d", "#eeca3b")
+PAPER_BAR = {"color": "#e0e0e0", "line": {"color": "#555555", "width": 1.5},
+             "pattern": {"shape": "/", "fgcolor": "#555555"}}
+
+
+def subset_gains(table: pd.DataFrame, k: int = 5, gold: str = "api_list") -> go.Figure:
+    """The Overview's headline: PtR - RtP recall@k per subset as grouped bars, a colour per discovery system with its
+    paired bootstrap 95% interval, and the paper's Gemini 2.5 Flash as hatched grey bars (reported means: no
+    interval). Above the zero line PtR found more of the gold; a system with no study of a subset has no bar there.
+
+    `table` has core.analysis.subset_gains.COLUMNS.
+    """
+    title = f"PtR − RtP recall@{k} per subset, every system and the paper"
+    if table.empty:
+        return empty(title, "No main-comparison results yet: run `python -m core bench main`.")
+    fig = go.Figure()
+    for i, system in enumerate(dict.fromkeys(table["system"])):
+        part = table[table["system"] == system]
+        reported = bool((part["source"] == "paper").all())
+        name = plot_text(system, 60)
+        fig.add_trace(go.Bar(
+            x=part["subset"].tolist(), y=part["diff"].tolist(), name=name,
+            marker=PAPER_BAR if reported else {"color": SYSTEM_COLORS[i % len(SYSTEM_COLORS)]},
+            error_y={"type": "data", "symmetric": False, "visible": not reported, "color": "#333", "thickness": 1.5,
+                     "array": (part["high"] - part["diff"]).fillna(0.0).tolist(),
+                     "arrayminus": (part["diff"] - part["low"]).fillna(0.0).tolist()},
+            customdata=part[["n", "low", "high"]].to_numpy(dtype=object),
+            hovertemplate=name + "<br>%{x}: PtR − RtP %{y:+.3f} " + (
+                "(reported means, no interval)" if reported else "[%{customdata[1]:+.3f}, %{customdata[2]:+.3f}]")
+            + ", n %{customdata[0]}<extra></extra>"))
+    fig.add_hline(y=0, line={"color": "#444", "width": 1.5})
+    fig.update_layout(barmode="group", bargap=0.2, bargroupgap=0.05)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=subset_order(table["subset"]), title=None)
+    fig.update_yaxes(title=f"PtR − RtP recall@{k} (above 0: PtR better)", zeroline=False)
+    if gold == "relevant" and (table["source"] == "paper").any():
+        _warn(fig, RELEVANT_WARNING)
+    return _layout(fig, title, 480)
 
 
 def _grid(n: int, per_row: int = 3) -> tuple[int, int]:
@@ -169,7 +223,7 @@ def ksweep(df: pd.DataFrame, paper: pd.DataFrame, metric: str = "recall", system
                         row=r + 1, col=c + 1)
     fig.update_xaxes(title="k", type="log", tickvals=[1, 2, 3, 5, 10, 20])
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, title, 200 + 300 * rows, legend_below=True)
+    return _layout(fig, title, 200 + 300 * rows, above_plot=LINE_PX)
 
 
 SUBSET_COLORS = ("#444444", "#e377c2", "#17becf", "#8c564b", "#bcbd22", "#7f7f7f")
@@ -223,14 +277,14 @@ def scaling(df: pd.DataFrame, paper_divergence: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(title="registry size (APIs)", row=2, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=1)
     fig.update_yaxes(range=[0, 1.05], row=2, col=1)
-    return _layout(fig, title, 720, legend_below=True)
+    return _layout(fig, title, 720, above_plot=LINE_PX)
 
 
 def distractor_scale(real: pd.DataFrame, far: pd.DataFrame, paper_divergence: pd.DataFrame) -> go.Figure:
     """The scaling curve continued past the real registry: real sub-registries (solid, filled) up to it, then the
     real registry plus SYNTHETIC distractors (dashed, open markers, shaded), recall on top and divergence below,
     beside the paper's G1 divergence at 1k and 47k."""
-    title = "Distractor scale: recall beyond the real registry (SYNTHETIC distractors past it)"
+    title = "Distractor scale: SYNTHETIC distractors past the real registry"
     synthetic = far[far["synthetic_distractors"] > 0] if len(far) else far
     if synthetic.empty:
         return empty(title, "No distractor-scale runs for this setup: `python -m core bench distractors`<br>"
@@ -285,7 +339,7 @@ def distractor_scale(real: pd.DataFrame, far: pd.DataFrame, paper_divergence: pd
                      row=2, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=1)
     fig.update_yaxes(range=[0, 1.05], row=2, col=1)
-    return _layout(fig, title, 760, legend_below=True)
+    return _layout(fig, title, 860, above_plot=LINE_PX)  # thirteen legend rows in a narrow chart
 
 
 def per_query_scatter(df: pd.DataFrame, seed: int = 0) -> go.Figure:
@@ -365,7 +419,7 @@ def cosine_hist(df: pd.DataFrame, paper: pd.DataFrame) -> go.Figure:
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="cosine of stub and its top-1 API")
     fig.update_yaxes(title="stubs")
-    return _layout(fig, title, 400)
+    return _layout(fig, title, 400, above_plot=LINE_PX if len(paper) else 0)
 
 
 def category_bars(counts: pd.DataFrame, top: int = 30) -> go.Figure:
@@ -415,9 +469,9 @@ def embedding_map(background: pd.DataFrame, overlay: pd.DataFrame | None = None)
                     text=[plot_text(t, 90) for t in part["label"]], hovertemplate="%{text}<extra></extra>"))
     fig.update_xaxes(title="PC 1", zeroline=False)
     fig.update_yaxes(title="PC 2", zeroline=False)
-    fig = _layout(fig, title, 640)
-    fig.update_layout(legend={"orientation": "v", "x": 1.01, "y": 1, "yanchor": "top"}, margin={"t": 60})
-    return fig
+    # Twelve entries beside the map, from the top of the plot down: under it they took the map's height.
+    return _layout(fig, title, 640).update_layout(legend={"orientation": "v", "xref": "paper", "x": 1.01,
+                                                          "xanchor": "left", "yref": "paper", "y": 1, "yanchor": "top"})
 
 
 def router_curve(curve: pd.DataFrame, table: pd.DataFrame, threshold: float | None) -> go.Figure:
@@ -426,7 +480,7 @@ def router_curve(curve: pd.DataFrame, table: pd.DataFrame, threshold: float | No
     `curve` has ResultsReader.router_curve's columns, `table` router_table's; the curve is in-sample
     (every threshold scored on every query), the table's router row is cross-validated.
     """
-    title = "Adaptive router: recall@k of all queries against the top-1 cosine threshold"
+    title = "Adaptive router: recall@k against the top-1 cosine threshold"
     overall = table[table["subset"] == "all"]
     if curve.empty or overall.empty:
         return empty(title, "No per-query results of both architectures stored yet.")
@@ -446,13 +500,14 @@ def router_curve(curve: pd.DataFrame, table: pd.DataFrame, threshold: float | No
                                  hoverinfo="skip"))
     # The cross-validated router is one number, often within a hair of "PtR everywhere": a marker at the
     # fitted threshold, drawn last, stays visible where a second flat line would hide under the first.
-    at = threshold if threshold is not None and math.isfinite(threshold) else float(curve["threshold"].median())
+    fitted = threshold is not None and math.isfinite(threshold)
+    at = threshold if fitted else float(curve["threshold"].median())
     fig.add_trace(go.Scatter(x=[at], y=[row["router_recall"]], mode="markers",
                              name=f"router, cross-validated ({row['router_recall']:.3f})",
                              marker={"symbol": "star", "size": 16, "color": "#2ca02c",
                                      "line": {"width": 1, "color": "#111"}},
                              hovertemplate="cross-validated router<br>recall %{y:.3f}<extra></extra>"))
-    if threshold is not None and math.isfinite(threshold):
+    if fitted:
         fig.add_vline(x=threshold, line={"color": "#2ca02c", "width": 1})
         fig.add_annotation(x=threshold, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
                            text=f"fitted τ = {threshold:.3f}", font={"color": "#2ca02c"})
@@ -460,7 +515,7 @@ def router_curve(curve: pd.DataFrame, table: pd.DataFrame, threshold: float | No
     fig.update_yaxes(title_text="mean recall", secondary_y=False)
     fig.update_yaxes(title_text="share sent to PtR", tickformat=".0%", range=[0, 1], tickvals=[0, 0.25, 0.5, 0.75, 1],
                      showgrid=False, secondary_y=True)
-    return _layout(fig, title, 460)
+    return _layout(fig, title, 460, above_plot=LINE_PX if fitted else 0)
 
 
 def hybrid_bars(table: pd.DataFrame, k: int = 5) -> go.Figure:
@@ -510,16 +565,14 @@ def model_size(table: pd.DataFrame, k: int = 5) -> go.Figure:
         fig.add_hline(y=0, line={"color": "#888", "width": 1}, row=1, col=col)
     fig.update_yaxes(title_text=f"recall@{k} difference", row=1, col=1)
     fig.update_xaxes(tickangle=-60)  # steep, so that a long model name stays under its own panel
-    fig = _layout(fig, title, 500)
-    fig.update_layout(margin={"b": 190}, legend_y=1.12)  # above the panel titles
-    return fig
+    return _layout(fig, title, 520, above_plot=LINE_PX)
 
 
-def registry_gains(table: pd.DataFrame, system: str, paper: pd.DataFrame | None = None, k: int = 5) -> go.Figure:
+def registry_gains(table: pd.DataFrame, paper: pd.DataFrame | None = None, k: int = 5) -> go.Figure:
     """PtR - RtP recall@k per registry, single- and multi-tool queries side by side, with paired 95% intervals
     (core.analysis.registry_gains), and the paper's ToolBench figures as their own hatched pair: above zero, PtR
     found more of the gold."""
-    title = f"PtR − RtP recall@{k} per registry ({plot_text(system, 40)})"
+    title = f"PtR − RtP recall@{k} per registry"  # the subtitle names the system
     if table.empty:
         return empty(title, "No main study stored on any registry for this system: run `make results-registries`.")
     fig = go.Figure()
@@ -551,7 +604,7 @@ def registry_gains(table: pd.DataFrame, system: str, paper: pd.DataFrame | None 
 def coupling_gains(report: dict, k: int = 5) -> go.Figure:
     """PtR - RtP against Intent-Registry Coupling (core.study.coupling): the pooled quantile bins as a line (each
     spanning its couplings, with its 95% interval), and each registry's single and multi cells as markers."""
-    title = f"PtR − RtP recall@{k} against Intent-Registry Coupling ({plot_text(report.get('system', ''), 40)})"
+    title = f"PtR − RtP recall@{k} against Intent-Registry Coupling"  # the subtitle names the system
     bins = report.get("bins") or []
     if not bins:
         return empty(title, "No main study of this system is stored on any registry.")
@@ -600,7 +653,9 @@ def retriever_axis(table: pd.DataFrame, paper: pd.DataFrame | None = None) -> go
     retrievers = list(dict.fromkeys(table.sort_values("source")["retriever"]))
     colors = {r: RETRIEVER_COLORS[j % len(RETRIEVER_COLORS)] for j, r in enumerate(retrievers)}
     rows, cols = _grid(len(models), 2)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[plot_text(m, 60) for m in models], shared_yaxes=True,
+    # Two model names side by side ran into each other in a narrow chart: each in lines of its panel's width.
+    titles = [wrap(plot_text(m, 60), PANEL_TITLE_CHARS) for m in models]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, shared_yaxes=True,
                         vertical_spacing=0.5 / max(rows, 1) if rows > 1 else 0.3)
     shown: set[str] = set()
     for i, model in enumerate(models):
@@ -623,7 +678,7 @@ def retriever_axis(table: pd.DataFrame, paper: pd.DataFrame | None = None) -> go
     fig.add_hline(y=0, line={"color": "#999", "width": 1})
     fig.update_yaxes(title_text="PtR − RtP", col=1)
     fig.update_layout(barmode="group")
-    return _layout(fig, title, 200 + 300 * rows, legend_below=True)
+    return _layout(fig, title, 200 + 300 * rows, above_plot=LINE_PX * max(t.count("<br>") + 1 for t in titles))
 
 
 def retriever_ksweep(table: pd.DataFrame, model: str) -> go.Figure:
@@ -652,4 +707,4 @@ def retriever_ksweep(table: pd.DataFrame, model: str) -> go.Figure:
     fig.update_xaxes(title="k", type="log", tickvals=[1, 3, 5, 10, 20])
     fig.update_yaxes(rangemode="tozero")
     fig.update_yaxes(title_text="recall", col=1)
-    return _layout(fig, title, 480, legend_below=True)
+    return _layout(fig, title, 480, above_plot=LINE_PX)

@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.analysis import paper
 from core.analysis.reader import ResultsReader
+from core.analysis.subset_gains import subset_gains
 from core.analysis.tables import LEADERBOARD_NOTE
 from core.data.toolbench import subset_order
 from core.settings import Settings
@@ -24,6 +25,22 @@ def leaderboard_board(settings: Settings, gold: str) -> pd.DataFrame | None:
         return None
     return pd.concat([ours, paper.leaderboard_rows(paper.load_paper(settings.root / "data" / "paper_reference.json"))],
                      ignore_index=True)
+
+
+def gains_table(settings: Settings, gold: str) -> pd.DataFrame | None:
+    """PtR - RtP recall per subset for every backend's latest study at its own k, named as the leaderboard names
+    it, then the paper's (core.analysis.subset_gains); None when unreadable. The intervals are the paired tests'."""
+    backends = safe_read(settings, ResultsReader.backends)
+    if backends is None:
+        return None
+    paired = {}
+    for backend in backends:
+        setup = safe_read(settings, ResultsReader.setup, backend=backend) or {}
+        tests = safe_read(settings, ResultsReader.paired_tests, gold=gold, k=int(setup.get("k") or 5), backend=backend)
+        if tests is None:
+            return None
+        paired[setup.get("backend_label", backend)] = tests
+    return subset_gains(paired, paper.load_paper(settings.root / "data" / "paper_reference.json"))
 
 
 def leaderboard(settings: Settings, gold: str, key: str) -> pd.DataFrame | None:

@@ -52,8 +52,7 @@ def across_registries(settings: Settings, gold: str) -> None:
                "ToolBench figures (Gemini 2.5 Flash, gte-base; G2 and G3 pooled by count, no interval reported).")
     table = _gains(settings.results_url, system, gold, settings.cache_dir, db_version(settings))
     st.plotly_chart(db_figure(settings, ("registry_gains", gold, system),
-                              lambda: figures.registry_gains(table, system,
-                                                             paper_gains(load_paper(root=settings.root))),
+                              lambda: figures.registry_gains(table, paper_gains(load_paper(root=settings.root))),
                               _source(system, settings, gold)), width="stretch")
     with st.expander("The figures: RtP, PtR and hybrid recall@5 per registry"):
         shown = table.rename(columns={"mean_diff": "ptr_minus_rtp", "hybrid_diff": "hybrid_minus_rtp"})

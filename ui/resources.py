@@ -26,7 +26,7 @@ from core.settings import Settings
 from core.study.gold_trace import GoldTrace, trace_gold
 from core.store.commit import git_commit
 from core.store.packing import still_packed
-from ui.figures import subtitled
+from ui.chart_text import subtitled
 
 if TYPE_CHECKING:  # the reader imports pandas: a shared ?q= link never needs it (core.analysis.store_summary)
     from core.analysis.reader import ResultsReader
