@@ -25,7 +25,7 @@ SHOTS = [  # file, url path and query, page title
     ("results.png", "results", "Results"),
     *((f"results_{tab.lower().replace(' ', '_')}.png", "results?" + urllib.parse.urlencode({"tab": tab}), "Results")
       for tab in ("k sweep", "Per query", "Beyond the paper", "Leaderboard", "Token cost", "Planner", "Retrievers")),
-    # The scaling and distractor studies reuse the offline heuristic's stubs; the latest main study is gemma's.
+    # The scaling and distractor studies reuse the offline heuristic's stubs, not the default study's.
     ("results_scaling.png", "results?" + urllib.parse.urlencode({"tab": "Scaling", "runs_of": "offline"}), "Results"),
     ("examples.png", "examples?" + urllib.parse.urlencode({"gold": "relevant", "ex_outcome": "ptr_wins"}), "Examples"),
     ("stubs.png", "stubs", "Stubs"),
