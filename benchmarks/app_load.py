@@ -110,15 +110,16 @@ def streamlit_server(env: dict[str, str] | None = None, root: Path = ROOT) -> It
         proc.wait(10)
 
 
-def first_qid_load() -> float:
-    """A fresh server whose first request is a shared ?qid= link: seconds until both columns are rendered."""
+def first_answer_s(url: str, params: dict) -> float:
+    """Seconds from opening an Inspector link (the server's first request) until both columns are rendered and
+    the page has settled, in a fresh browser."""
     from playwright.sync_api import sync_playwright
 
-    with streamlit_server() as url, sync_playwright() as p:
+    with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         t0 = time.perf_counter()
-        page.goto(f"{url}/inspector?" + urllib.parse.urlencode({"qid": FIRST_QID, "k": 5}))
+        page.goto(f"{url}/inspector?" + urllib.parse.urlencode(params))
         page.get_by_text("RtP · Retrieve-then-Plan").wait_for(timeout=TIMEOUT_MS)
         page.get_by_text("PtR · Plan-then-Retrieve").wait_for(timeout=TIMEOUT_MS)
         seconds = settled(page, "Query Inspector") - t0
@@ -126,28 +127,25 @@ def first_qid_load() -> float:
     return seconds
 
 
+def first_qid_load() -> float:
+    """A fresh server whose first request is a shared ?qid= link: seconds until both columns are rendered."""
+    with streamlit_server() as url:
+        return first_answer_s(url, {"qid": FIRST_QID, "k": 5})
+
+
 def fresh_clone_load() -> dict:
     """A fresh clone of this repository's HEAD (no data/cache, the results store still packed, no ONNX graph: what
     `git clone` gives, with this .venv's packages): server start, then its first request, a shared ?q= link, until
     both columns are rendered; and the same on a second fresh server over the caches the first one wrote."""
-    from playwright.sync_api import sync_playwright
-
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="tdl-clone-") as folder:
         clone = Path(folder) / "clone"
         subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True)
         for label in ("fresh_clone", "clone_second_server"):
             started = time.perf_counter()
-            with streamlit_server(root=clone) as url, sync_playwright() as p:
+            with streamlit_server(root=clone) as url:
                 out[f"{label}_server_start_s"] = time.perf_counter() - started
-                browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                t0 = time.perf_counter()
-                page.goto(f"{url}/inspector?" + urllib.parse.urlencode({"q": FIRST_QUERY, "k": 5}))
-                page.get_by_text("RtP · Retrieve-then-Plan").wait_for(timeout=TIMEOUT_MS)
-                page.get_by_text("PtR · Plan-then-Retrieve").wait_for(timeout=TIMEOUT_MS)
-                out[f"{label}_first_load_s"] = settled(page, "Query Inspector") - t0
-                browser.close()
+                out[f"{label}_first_load_s"] = first_answer_s(url, {"q": FIRST_QUERY, "k": 5})
     return out
 
 

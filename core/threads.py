@@ -44,14 +44,16 @@ def session_options(threads: int | None = None) -> Any:
 
 
 def thread_report() -> dict[str, Any]:
-    """What each thread pool in this process runs with: BLAS libraries (threadpoolctl), ONNX Runtime's policy,
-    torch's threads when torch is loaded, and the CPU's vector extensions that pick the kernels."""
+    """What each thread pool in this process runs with: BLAS libraries and OpenMP runtimes (threadpoolctl), ONNX
+    Runtime's policy, torch's threads when torch is loaded, and the CPU's vector extensions that pick the kernels."""
     from threadpoolctl import threadpool_info
 
     report: dict[str, Any] = {
         "cores": cores(),
         "blas": [{"library": info.get("internal_api"), "threads": info.get("num_threads"),
-                  "kernel": info.get("architecture")} for info in threadpool_info()],
+                  "kernel": info.get("architecture")} for info in threadpool_info() if info.get("user_api") == "blas"],
+        "openmp": [{"library": info.get("internal_api"), "threads": info.get("num_threads")}
+                   for info in threadpool_info() if info.get("user_api") == "openmp"],  # torch's, once loaded
         "onnxruntime": {"intra_op_threads": cores(), "inter_op_threads": 1, "spinning": ORT_SPINNING == "1"},
         "cpu_flags": cpu_flags(),
     }
