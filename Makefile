@@ -14,7 +14,7 @@ $(STAMP): requirements.txt
 setup: $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/streamlit run app.py
+	$(PY) -m ui.warm_start
 
 # The whole suite; extra pytest arguments through PYTEST_ARGS, e.g. make test PYTEST_ARGS=--durations=15
 PYTEST_ARGS ?=

@@ -1,6 +1,7 @@
 """Tool Discovery Lab dashboard: navigation, sidebar settings and a status banner around each page.
 
-Run with `streamlit run app.py`. Pages live in app_pages/, not pages/: Streamlit treats a folder
+Run with `make run` (python -m ui.warm_start: the same, with the first answer's work begun at start) or `streamlit
+run app.py`. Pages live in app_pages/, not pages/: Streamlit treats a folder
 named pages/ as a legacy multipage app, and a shared link opened first (e.g. /inspector?qid=...)
 would then run its page without this file, i.e. without sidebar, banner or settings. Pages read the
 widgets set here through st.session_state ("registry", "gold", "k_default"), which are bound to the URL.
@@ -11,12 +12,16 @@ import threading
 
 import streamlit as st
 
-from core.data.toolbench import GOLD_DEFINITIONS, GOLD_LIST
-from core.registries import registries
-from core.threads import one_blas_thread
-from core.settings import BOUNDS, DataNotFoundError, check_cache_dir
-from ui.index_job import index_job
-from ui.page_settings import DEFAULT_STUDY, base_settings, current_settings
+from ui import warm_start
+
+warm_start.wait()  # under `make run` (python -m ui.warm_start): until its thread has imported what follows
+
+from core.data.toolbench import GOLD_DEFINITIONS, GOLD_LIST  # noqa: E402
+from core.registries import registries  # noqa: E402
+from core.threads import one_blas_thread  # noqa: E402
+from core.settings import BOUNDS, DataNotFoundError, check_cache_dir  # noqa: E402
+from ui.index_job import index_job  # noqa: E402
+from ui.page_settings import DEFAULT_STUDY, base_settings, current_settings  # noqa: E402
 
 
 def skip_the_repl_check() -> None:

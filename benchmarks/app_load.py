@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/app_load.py [--runs 3] [--json]
 
-Each run starts a fresh `streamlit run app.py` (new process: nothing in memory, index on disk),
+Each run starts a fresh server as `make run` does (`python -m ui.warm_start`; `--plain`: `streamlit run app.py`; a new
+process: nothing in memory, index on disk),
 opens a shared Inspector link with a free-text query as the server's very first request, and
 times: server start -> health, link opened -> RtP and PtR columns rendered ("first load"; and, on a second
 fresh server, the same for a ?qid= link to a stored benchmark query), then
@@ -52,6 +53,7 @@ RESULTS_TABS = ("k sweep", "Scaling", "Per query", "Beyond the paper", "Leaderbo
 TIMEOUT_MS = 120_000
 PROFILE_HOOK = ROOT / "benchmarks" / "profile_hook"
 profile_root: Path | None = None  # set by --profile: each server profiles its script runs into a folder of its own
+plain = False  # set by --plain: servers started by `streamlit run app.py`, with no warm start
 
 
 def free_port() -> int:
@@ -84,13 +86,15 @@ def settled(page, title: str, poll_s: float = 0.025) -> float:
 
 @contextmanager
 def streamlit_server(env: dict[str, str] | None = None, root: Path = ROOT) -> Iterator[str]:
-    """A fresh `streamlit run app.py` in `root` on a free port; yields its URL once /_stcore/health answers."""
+    """A fresh server in `root` on a free port, started as `make run` starts it (`python -m ui.warm_start`; with
+    `--plain`, `streamlit run app.py`); yields its URL once /_stcore/health answers."""
     url = f"http://127.0.0.1:{free_port()}"
     env = {**os.environ, **(env or {})}
     if profile_root is not None:
         env["APP_PROFILE_DIR"] = str(profile_root / f"server-{len(list(profile_root.glob('server-*'))):02d}")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROFILE_HOOK), env.get("PYTHONPATH")]))
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+    launcher = ["-m", "streamlit", "run", "app.py"] if plain else ["-m", "ui.warm_start"]
+    proc = subprocess.Popen([sys.executable, *launcher, "--server.headless", "true",
                              "--server.port", url.rsplit(":", 1)[1], "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false"],
                             cwd=root, env=env, stdout=subprocess.DEVNULL,
@@ -272,11 +276,13 @@ def main() -> int:
                         help="instead: N typed queries with the local LLM (make llm), timing PtR's column")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--profile", type=Path, metavar="DIR", help="profile every script run inside the servers")
+    parser.add_argument("--plain", action="store_true",
+                        help="start servers with `streamlit run app.py` instead of `make run`'s warm start")
     parser.add_argument("--fresh-clone", type=int, default=0, metavar="N",
                         help="instead: N fresh clones of HEAD, each's first ?q= link on its first and second server")
     args = parser.parse_args()
-    global profile_root
-    profile_root = args.profile
+    global profile_root, plain
+    profile_root, plain = args.profile, args.plain
     if args.fresh_clone:
         clones = [fresh_clone_load() for _ in range(args.fresh_clone)]
         summary = {key: {"median": statistics.median(c[key] for c in clones), "max": max(c[key] for c in clones)}

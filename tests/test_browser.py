@@ -39,15 +39,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(app_env: dict[str, str], log: Path) -> Iterator[str]:
-    """A streamlit server on a free port with `app_env` over the environment; yields its base URL."""
+def streamlit_server(app_env: dict[str, str], log: Path, warm: bool = False) -> Iterator[str]:
+    """A streamlit server on a free port with `app_env` over the environment; yields its base URL. `warm`: started
+    as `make run` starts it (python -m ui.warm_start), else by `streamlit run app.py`."""
     chromium()
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
     env.update(app_env)
     port = free_port()
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+            [sys.executable, *(["-m", "ui.warm_start"] if warm else ["-m", "streamlit", "run", str(APP)]),
+             "--server.headless", "true",
              "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
             cwd=APP.parent, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -87,12 +89,12 @@ def committed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """What a new user opens: the committed data, the shipped index of the full registry, the committed results
     (packed, unpacked on first use), an empty cache. One server for every test of the full registry: a cold start
     (streamlit, the 47,038-API index, the encoder's graph) was most of each test's time. Pages without a results
-    database are test_app_pages' (AppTest)."""
+    database are test_app_pages' (AppTest). Started as `make run` starts it, with the warm start."""
     folder = tmp_path_factory.mktemp("committed")
     shutil.copyfile(APP.parent / "data" / "results.sqlite.gz", folder / "results.sqlite.gz")
     env = {"CACHE_DIR": str(folder / "cache"), "LLM_BACKEND": "offline", "REGISTRY": "full",
            "DATABASE_URL": f"sqlite:///{folder / 'results.sqlite'}", "TOOLBENCH_DATA": str(REPO_DATA)}
-    with streamlit_server(env, folder / "streamlit.log") as url:
+    with streamlit_server(env, folder / "streamlit.log", warm=True) as url:
         yield url
 
 
