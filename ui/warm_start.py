@@ -1,7 +1,8 @@
 """`python -m ui.warm_start [streamlit options]`: `streamlit run app.py`, with a first answer's work begun at start.
 
 Why: Streamlit runs app.py only when a browser asks, so a shared link's first request paid the pages' imports
-(SQLAlchemy, the retrieval stack), the index's load and the benchmark queries' parse inside its own script run:
+(SQLAlchemy, the retrieval stack), the index's load, the benchmark queries' parse and (on a fresh clone) the
+results' unpack and the router's first fit inside its own script runs:
 3.5-5.7 s until it settled, against 2.0-2.7 s when a thread does that work beside Streamlit's own start and the
 browser's page load (benchmarks/app_load.py; docs/benchmarks.md). `make run` starts the dashboard this way; plain
 `streamlit run app.py` still works and warms nothing. app.py waits for the thread before its own imports (wait), so
@@ -22,7 +23,8 @@ _started = False
 
 
 def _warm() -> None:
-    """The shared link's path: the Inspector's imports, the default registry's index job and its queries."""
+    """The shared link's path: the Inspector's imports, the default registry's index job and its queries, and the
+    stored router fit its verdict reads (a fresh clone unpacks its results for it)."""
     try:
         import core.analysis.store_summary  # what the page modules import
         import core.study.one_query  # noqa: F401
@@ -37,6 +39,11 @@ def _warm() -> None:
         settings = base_settings()
         index_job(settings)  # starts its own thread, found again by app.py's call (one cache per server)
         queries_for(settings)
+        from core.store.packing import readable
+        from ui.resources import router_fit
+
+        if readable(settings.results_url):  # unpacks a fresh clone's results (zlib, beside the index's build)
+            router_fit(settings, "api_list", 5, None)  # the default link's router verdict, kept for later servers
     except Exception:  # a bad setting or missing data: the page says it in one line when it meets it
         logging.getLogger(__name__).debug("warm start stopped", exc_info=True)
     finally:
