@@ -1,5 +1,6 @@
-"""The warm start (ui.warm_start): app.py waits for its thread only when `make run` started one, and a thread that
-meets bad settings still lets every page run."""
+"""The first answer's waits: app.py waits for the warm start's thread (ui.warm_start) only when `make run` started
+one, a thread that meets bad settings still lets every page run, and a page waits for an index that loads but not
+for one that embeds (ui.widgets.loading)."""
 from __future__ import annotations
 
 import time
@@ -29,3 +30,30 @@ def test_a_warm_thread_that_meets_a_bad_setting_still_releases_the_pages(monkeyp
     started = time.monotonic()
     warm_start.wait()
     assert time.monotonic() - started < 1.0
+
+
+def test_a_loading_index_is_waited_for_and_an_embedding_one_is_not() -> None:
+    """ui.widgets.loading: a job that loads (no embedding progress) is waited for until it finishes, within the
+    wait; one that starts embedding ends the wait at once, so its progress bar shows."""
+    from ui.index_job import IndexJob
+    from ui.widgets import loading
+
+    class Settings:  # IndexJob only keeps it
+        pass
+
+    loads = IndexJob("full", Settings())
+    warm_start.threading.Timer(0.3, loads._finished.set).start()
+    started = time.monotonic()
+    loading(loads, wait_s=5.0)
+    assert loads.finished and 0.25 < time.monotonic() - started < 2.0
+
+    embeds = IndexJob("full", Settings())
+    embeds.progress(10, 1000)
+    started = time.monotonic()
+    loading(embeds, wait_s=5.0)
+    assert not embeds.finished and time.monotonic() - started < 0.5
+
+    stalls = IndexJob("full", Settings())
+    started = time.monotonic()
+    loading(stalls, wait_s=0.4)
+    assert not stalls.finished and 0.3 < time.monotonic() - started < 1.5

@@ -6,6 +6,7 @@ through ui.safe.md before any markdown-rendering call, or is shown with st.text 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,7 +37,10 @@ if TYPE_CHECKING:  # pandas is imported where a table is drawn: a shared ?q= lin
 T = TypeVar("T")
 
 GOLD_BADGE = ":green-badge[gold]"
-INDEX_WAIT_S = 3.0  # a new job gets this long before a progress bar shows: a cached index loads in about that
+# A job that loads a shipped or cached index (no embedding) gets this long from its start before a progress bar
+# shows: a fresh clone's first load took 3-5 s, so with 3 s its first answer came in a second run, about 1 s later.
+# A job that embeds shows its progress as soon as it starts to.
+INDEX_WAIT_S = 8.0
 
 
 def error(message: object, settings: Settings | None = None) -> None:
@@ -145,8 +149,8 @@ def index_gate(settings: Settings, wait_s: float = INDEX_WAIT_S) -> Retriever | 
     except DataNotFoundError as exc:
         error(exc)
         return None
-    if not job.finished:  # a young job may be loading a cached index: give it a moment, once
-        job.wait(max(0.0, wait_s - job.elapsed_s))
+    if not job.finished:  # a young job may be loading a shipped or cached index: give it a moment, once
+        loading(job, wait_s)
     if job.ready:
         return job.retriever
     if job.error:
@@ -168,8 +172,15 @@ def quiet_retriever(settings: Settings, wait_s: float = INDEX_WAIT_S) -> Retriev
     except DataNotFoundError:
         return None
     if not job.finished:
-        job.wait(max(0.0, wait_s - job.elapsed_s))
+        loading(job, wait_s)
     return job.retriever if job.ready else None
+
+
+def loading(job: IndexJob, wait_s: float, poll_s: float = 0.05) -> None:
+    """Wait until `wait_s` after the job started for it to finish, while it has not started embedding."""
+    deadline = job.started + wait_s
+    while not job.wait(poll_s) and not job.total and time.perf_counter() < deadline:
+        pass
 
 
 @st.fragment(run_every=1.0)
