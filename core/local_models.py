@@ -107,6 +107,16 @@ LOCAL_MODELS = {m.name: m for m in LOCAL_MODEL_LIST}
 DEFAULT_LOCAL_MODEL = GEMMA_270M.name
 
 
+def billions(parameters: str) -> float | None:
+    """A declared parameter count ("270M", "1.5B", "120B") in billions; None for any other text ("none",
+    "undisclosed")."""
+    units = {"M": 1e-3, "B": 1.0}
+    try:
+        return float(parameters[:-1]) * units[parameters[-1:]]
+    except (KeyError, ValueError):
+        return None
+
+
 def local_model_spec(name: str) -> LocalModelSpec:
     """The declaration of `name`; ValueError naming the declared models otherwise."""
     try:

@@ -5,7 +5,7 @@ On 2 shared cores, a pool whose idle threads spin steals the core that the next 
 (benchmarks/blas_threads.py). ONNX Runtime's did too: with the other core busy, a query's encode took 31.9 ms on
 2 spinning threads and 15.9 ms on 2 that sleep (RtP 35.7 vs 18.0 ms; 12.5 vs 12.8 ms with both cores free; 1 thread
 was no faster either way: benchmarks/thread_policy.py, docs/benchmarks.md). Every ONNX Runtime session is made by
-session_options, and `python -m core perf` reports what each pool ran with (thread_report).
+inference_session, and `python -m core perf` reports what each pool ran with (thread_report).
 """
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import os
 import sys
 from typing import Any
 
-ORT_SPINNING = "0"  # session.intra_op.allow_spinning for every session
+SPINNING = "session.intra_op.allow_spinning"
+ORT_SPINNING = "0"  # SPINNING for every session
 
 
 def one_blas_thread() -> None:
@@ -39,8 +40,15 @@ def session_options(threads: int | None = None) -> Any:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or cores()
     options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", ORT_SPINNING)
+    options.add_session_config_entry(SPINNING, ORT_SPINNING)
     return options
+
+
+def inference_session(model: str | bytes, threads: int | None = None) -> Any:
+    """An ONNX Runtime session on the CPU over a graph file's path or a serialised graph, made by session_options."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(model, session_options(threads), providers=["CPUExecutionProvider"])
 
 
 def thread_report() -> dict[str, Any]:
@@ -48,13 +56,17 @@ def thread_report() -> dict[str, Any]:
     Runtime's policy, torch's threads when torch is loaded, and the CPU's vector extensions that pick the kernels."""
     from threadpoolctl import threadpool_info
 
+    pools = threadpool_info()
+    options = session_options()
     report: dict[str, Any] = {
         "cores": cores(),
         "blas": [{"library": info.get("internal_api"), "threads": info.get("num_threads"),
-                  "kernel": info.get("architecture")} for info in threadpool_info() if info.get("user_api") == "blas"],
+                  "kernel": info.get("architecture")} for info in pools if info.get("user_api") == "blas"],
         "openmp": [{"library": info.get("internal_api"), "threads": info.get("num_threads")}
-                   for info in threadpool_info() if info.get("user_api") == "openmp"],  # torch's, once loaded
-        "onnxruntime": {"intra_op_threads": cores(), "inter_op_threads": 1, "spinning": ORT_SPINNING == "1"},
+                   for info in pools if info.get("user_api") == "openmp"],  # torch's, once loaded
+        "onnxruntime": {"intra_op_threads": options.intra_op_num_threads,
+                        "inter_op_threads": options.inter_op_num_threads,
+                        "spinning": options.get_session_config_entry(SPINNING) == "1"},
         "cpu_flags": cpu_flags(),
     }
     if "torch" in sys.modules:

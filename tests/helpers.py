@@ -12,7 +12,6 @@ import json
 import math
 import os
 import shutil
-import socket
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +23,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
+from benchmarks.app_load import CHROMIUM_ARGS, free_port  # noqa: F401 - re-exported: the benchmarks' own
 from benchmarks.fakes import APIS as BENCHMARK_APIS
 from benchmarks.fakes import CV, FP, FX, HD, IP, JC, JK, QUERY_SPECS, WX, BagOfWordsEncoder, H  # noqa: F401 - re-exported
 from core.agents.factory import Agents
@@ -254,14 +254,6 @@ def needs_llama(skip: bool, reason: str) -> Callable[[Callable[..., Any]], Calla
     return mark
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def chromium() -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_DATA
-from tests.helpers import APP, CHROMIUM_ARGS, MAIN_K, MODEL_CACHE, SCRUBBED, build_app_env, chromium, llama_built
+from tests.helpers import (APP, CHROMIUM_ARGS, MAIN_K, MODEL_CACHE, SCRUBBED, build_app_env, chromium, free_port,
+                           llama_built)
 
 pytestmark = pytest.mark.browser
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -30,12 +30,6 @@ SCREENSHOTS = Path(os.environ.get("SCREENSHOT_DIR", tempfile.gettempdir()))
 START_TIMEOUT_S = 60
 RENDER_TIMEOUT_MS = 90_000  # the first query loads the real embedding model
 REGISTRY_FIXTURES = Path(__file__).parent / "fixtures" / "registries"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager

@@ -259,3 +259,10 @@ def test_a_real_query_through_the_qwen_05b_instruct_model() -> None:
                for s in outcome.stubs)
     assert seen and seen[-1].startswith('{"stubs": [') and len(seen) == outcome.usage.output_tokens
     assert outcome.prompt_version == STYLES["chat"].discovery_version
+
+
+def test_a_declared_size_reads_in_billions_and_anything_else_is_none() -> None:
+    from core.local_models import LOCAL_MODEL_LIST, billions
+
+    assert [billions(m.parameters) for m in LOCAL_MODEL_LIST] == [pytest.approx(0.27), 0.5, 1.5]
+    assert billions("120B") == 120.0 and billions("none") is billions("undisclosed") is billions("") is None

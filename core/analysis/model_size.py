@@ -17,7 +17,7 @@ import pandas as pd
 
 from core.agents.prompts import style_of_version
 from core.analysis.copying import copy_rate, plan_reply_copy, stub_reply_copy
-from core.local_models import LOCAL_MODELS
+from core.local_models import LOCAL_MODELS, billions
 from core.evaluation.stats import bootstrap_ci
 
 SUBSETS = ("G1_instruction", "G2_instruction", "G3_instruction")
@@ -165,8 +165,9 @@ def _mid(figure: Any) -> float:
 
 def order_key(row: Mapping[str, Any]) -> tuple:
     """No model first, then the local models by size, other stored backends, the paper's last."""
-    sizes = {"none": 0.0, "270M": 0.27, "0.5B": 0.5, "1.5B": 1.5, "120B": 120.0, "undisclosed": 1e6}
-    return (row["source"] == "paper", sizes.get(str(row["parameters"]), 1e5), str(row["model"]),
+    parameters = str(row["parameters"])
+    size = {"none": 0.0, "undisclosed": 1e6}.get(parameters, billions(parameters))
+    return (row["source"] == "paper", 1e5 if size is None else size, str(row["model"]),
             SUBSETS.index(row["subset"]))
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from core.analysis.store_summary import system_names
 from core.data.toolbench import PAPER_SUBSETS
-from core.local_models import LOCAL_MODELS
+from core.local_models import LOCAL_MODELS, billions
 
 SETUP_FIELDS = ("registry_hash", "embedding_model", "llm_backend", "llm_model", "discovery_prompt_version",
                 "planner_prompt_version")
@@ -71,10 +71,8 @@ def parameters_in_billions(backend: str, model: str) -> float:
     if backend == "offline":
         return 0.0
     spec = LOCAL_MODELS.get(model)
-    if spec is None:
-        return float("inf")
-    number, unit = float(spec.parameters[:-1]), spec.parameters[-1]
-    return number / 1000 if unit == "M" else number
+    size = billions(spec.parameters) if spec is not None else None
+    return float("inf") if size is None else size
 
 
 def of_system(runs: pd.DataFrame, system: str | None) -> pd.DataFrame:

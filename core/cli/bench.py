@@ -117,6 +117,7 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
 def write_readme(path: Path, report: dict) -> int:
     """Rewrite the README's headline results from this report (core.analysis.readme_results)."""
     from core.analysis.readme_results import headline_table, with_block
+    from core.files import write_atomic
 
     text = path.read_text(encoding="utf-8")
     try:
@@ -127,9 +128,7 @@ def write_readme(path: Path, report: dict) -> int:
     if new == text:
         print(f"{path.name}'s headline results are current")
         return 0
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(new, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, new)  # a read-only or full folder is CannotWrite, said in one line by the CLI
     print(f"rewrote {path.name}'s headline results from the stored study")
     return 0
 

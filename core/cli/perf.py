@@ -124,8 +124,7 @@ def run_perf(settings: Settings, n_docs: int = 2000, n_queries: int = 100, k: in
            (("index", batch_index), ("numpy", batch_numpy), ("semantic_search", batch_st))}
     return {
         "registry": info.registry, "registry_size": info.size, "model": info.model_id, "dim": info.dim,
-        "threads": {**threads, "torch (loaded after RtP and search were timed)": {
-            "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads()}},
+        "threads": {**threads, "torch (loaded after RtP and search were timed)": thread_report()["torch"]},
         "index_kernel": retriever.index.kernel,
         "encoder_cold_load_s": {f"query encoder ({auto_runtime})": cold["auto"], "numpy": cold["numpy"],
                                 "sentence-transformers": cold["torch"]},

@@ -23,14 +23,13 @@ from core.files import CannotWrite, untold
 from core.retrieval import onnx_proto
 from core.retrieval.checked_file import checked_bytes, write_checked
 from core.retrieval.embedding import ProgressFn, TwoSided
-from core.threads import session_options
+from core.threads import inference_session
 
 log = logging.getLogger(__name__)
 
 GRAPH_VERSION = 2  # part of the cache key: bump it when the graph below changes (2: written by onnx_proto)
 OPSET = 20  # Gelu is an opset-20 operator
 MS = "com.microsoft"
-INT32 = 6  # TensorProto.INT32, the attention mask's type for Attention
 
 
 def weights_sha256(folder: Path) -> str:
@@ -80,7 +79,7 @@ def build_graph(encoder: NumpyBertEncoder) -> bytes:
                      g.op("Slice", [g.const(positions.astype(np.float32)), g.const(np.array([0], np.int64)),
                                     length, g.const(np.array([0], np.int64))])])
     x = layer_norm(x, "embeddings.LayerNorm")
-    int_mask = g.op("Cast", ["attention_mask"], to=INT32)
+    int_mask = g.op("Cast", ["attention_mask"], to=onnx_proto.DTYPES[np.dtype(np.int32)])  # Attention's mask type
     for i in range(encoder.layers):
         p = f"encoder.layer.{i}."
         attn = p + "attention.self.qkv"
@@ -129,14 +128,13 @@ class OnnxBertEncoder(TwoSided):
     runtime = "onnx"
 
     def __init__(self, folder: str | Path, model_id: str, cache_dir: Path) -> None:
-        import onnxruntime as ort
+        import onnxruntime  # noqa: F401 - first: without it, load_encoder falls back before a graph is built
 
         folder = Path(folder)
         config, st_config = check_supported(folder)
         self.model_id, self.dim = model_id, int(config["hidden_size"])
         self.tokenizer = load_tokenizer(folder, config, st_config)
-        self.session = ort.InferenceSession(cached_graph(folder, model_id, cache_dir), session_options(),
-                                            providers=["CPUExecutionProvider"])
+        self.session = inference_session(cached_graph(folder, model_id, cache_dir))
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: ProgressFn | None = None) -> np.ndarray:
         return encode_sorted(texts, self.dim, batch_size, progress, self._pooled)

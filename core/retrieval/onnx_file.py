@@ -15,7 +15,7 @@ import numpy as np
 from core.embedding_models import EmbeddingModelSpec, ModelUnavailable
 from core.retrieval.bert_numpy import encode_sorted, tokenize
 from core.retrieval.embedding import ProgressFn, TwoSided
-from core.threads import session_options
+from core.threads import inference_session
 
 
 class OnnxFileEncoder(TwoSided):
@@ -24,7 +24,7 @@ class OnnxFileEncoder(TwoSided):
     runtime = "onnx"
 
     def __init__(self, folder: Path, spec: EmbeddingModelSpec) -> None:
-        import onnxruntime as ort
+        import onnxruntime  # noqa: F401 - a missing onnxruntime is an ImportError, not a graph it cannot read
         from tokenizers import Tokenizer
 
         self.model_id, self.dim = spec.model_id, spec.dim
@@ -34,8 +34,7 @@ class OnnxFileEncoder(TwoSided):
         self.tokenizer.no_padding()
         graph = spec.onnx_graph or spec.weights
         try:
-            self.session = ort.InferenceSession(str(folder / graph), session_options(),
-                                                providers=["CPUExecutionProvider"])
+            self.session = inference_session(str(folder / graph))
         except Exception as exc:  # onnxruntime raises its own exception types for a graph it cannot read
             raise ModelUnavailable(f"{graph} of {spec.name} cannot be loaded by ONNX Runtime "
                                    f"({type(exc).__name__}); run `make embed MODEL={spec.name}`") from None

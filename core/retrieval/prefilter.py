@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from core.retrieval import onnx_proto
-from core.threads import cores, session_options
+from core.threads import cores, inference_session
 
 # Any cosine the index reports is float32(its float64 dot): within 2**-24 relative of the real one.
 # The bound adds this much on top, far above that rounding and above float32 BLAS round-off too.
@@ -82,10 +82,7 @@ class Int8Scores:
     def _session(self, threads: int):
         """One session per thread count: a single query runs best on one thread, a batch on all."""
         if threads not in self._sessions:
-            import onnxruntime as ort
-
-            self._sessions[threads] = ort.InferenceSession(self._model, session_options(threads),
-                                                           providers=["CPUExecutionProvider"])
+            self._sessions[threads] = inference_session(self._model, threads)
         return self._sessions[threads]
 
     def scores(self, queries: np.ndarray) -> Scores:
