@@ -3,6 +3,7 @@ one, a thread that meets bad settings still lets every page run, and a page wait
 for one that embeds (ui.widgets.loading)."""
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -57,3 +58,48 @@ def test_a_loading_index_is_waited_for_and_an_embedding_one_is_not() -> None:
     started = time.monotonic()
     loading(stalls, wait_s=0.4)
     assert not stalls.finished and 0.3 < time.monotonic() - started < 1.5
+
+
+WORK_IMPORTS = """
+import sys, threading
+import ui.warm_start as warm
+late = []
+
+class Recorder:  # asked for every module not yet imported; records those the warm thread imports after releasing
+    def find_spec(self, name, path=None, target=None):
+        if warm._imported.is_set() and threading.current_thread().name == "warm-start":
+            late.append(name)
+        return None
+
+sys.meta_path.insert(0, Recorder())
+thread = threading.Thread(target=warm._warm, name="warm-start")
+thread.start()
+thread.join(120)
+print(repr((warm._imported.is_set(), warm._done.is_set(), late)))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_the_warm_threads_work_imports_nothing_after_it_releases_the_pages(tmp_path) -> None:
+    """A fresh clone's path (results still packed: the thread unpacks them and fits the router with pandas) and a later
+    server's (unpacked, the fit kept): every module the work needs was imported before wait() returned, so no page's
+    import ever meets one of the thread's half-done (the failure two threads entering SQLAlchemy at once gave)."""
+    import ast
+    import shutil
+    import subprocess
+    import sys
+
+    from core.settings import PROJECT_ROOT as ROOT
+
+    shutil.copy(ROOT / "data" / "results.sqlite.gz", tmp_path / "results.sqlite.gz")
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'results.sqlite'}", "CACHE_DIR": str(tmp_path / "c"),
+           "REGISTRY": "documented"}
+    for server in ("fresh clone", "later server"):
+        out = subprocess.run([sys.executable, "-c", WORK_IMPORTS], cwd=ROOT, env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        imported, done, late = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+        assert imported and done, server
+        assert late == [], f"{server}: the warm thread imported {late} after releasing the pages"
+    assert (tmp_path / "results.sqlite").exists()  # the first run did unpack (and so fit on pandas)

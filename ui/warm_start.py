@@ -5,12 +5,13 @@ Why: Streamlit runs app.py only when a browser asks, so a shared link's first re
 results' unpack and the router's first fit inside its own script runs:
 3.5-5.7 s until it settled, against 2.0-2.7 s when a thread does that work beside Streamlit's own start and the
 browser's page load (benchmarks/app_load.py; docs/benchmarks.md). `make run` starts the dashboard this way; plain
-`streamlit run app.py` still works and warms nothing. app.py waits for the thread before its own imports (wait), so
-no module is ever imported by two threads at once: two threads entering SQLAlchemy at different modules met
+`streamlit run app.py` still works and warms nothing. app.py waits for the thread's imports before its own (wait),
+so no module is ever imported by two threads at once: two threads entering SQLAlchemy at different modules met
 half-initialised ones.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import threading
@@ -18,42 +19,67 @@ from collections.abc import Sequence
 
 WAIT_S = 60.0  # an import cannot hang, but a page must never wait on a thread forever
 
-_done = threading.Event()
+# What the router's first fit imports: the reader, then what pandas and pyarrow import at their first calls (the fit's
+# unstack, its first frame of the store's rows)
+FIT_IMPORTS = ("core.analysis.reader", "pandas.core.reshape.reshape", "pyarrow.pandas_compat",
+               "pyarrow.vendored.version")
+_imported = threading.Event()  # what app.py waits for: every module the thread will need is imported
+_done = threading.Event()  # the thread's work too (a fresh clone's unpack and router fit): nobody waits for it
 _started = False
 
 
+def _import_for(settings) -> None:
+    """Every module the thread's work will import, imported before the pages may run: the Inspector's, and on a fresh
+    clone (results still packed) the router fit's, which reads the unpacked store with pandas (0.4-0.8 s, while the
+    browser loads the page; a later server reads the kept fit without them)."""
+    import core.analysis.store_summary  # what the page modules import
+    import core.study.one_query  # noqa: F401
+    import ui.gold_section
+    import ui.inspector_view
+    import ui.live_view
+    import ui.retriever_choice  # noqa: F401
+    from sqlalchemy.engine import make_url
+
+    from core.store.packing import still_packed
+
+    make_url(settings.results_url).get_dialect()  # imports the store's dialect, which its first read would
+    if still_packed(settings.results_url):
+        for name in FIT_IMPORTS:
+            importlib.import_module(name)
+
+
 def _warm() -> None:
-    """The shared link's path: the Inspector's imports, the default registry's index job and its queries, and the
-    stored router fit its verdict reads (a fresh clone unpacks its results for it)."""
+    """The shared link's path: the Inspector's imports, the default registry's index job and its queries; then, with
+    the pages released, the stored router fit its verdict reads (a fresh clone unpacks its results for it)."""
     try:
-        import core.analysis.store_summary  # what the page modules import
-        import core.study.one_query  # noqa: F401
-        import ui.gold_section
-        import ui.inspector_view
-        import ui.live_view
-        import ui.retriever_choice  # noqa: F401
         from core.data.loaders import queries_for
         from ui.index_job import index_job
         from ui.page_settings import base_settings
+        from ui.resources import router_fit
 
         settings = base_settings()
+        _import_for(settings)
         index_job(settings)  # starts its own thread, found again by app.py's call (one cache per server)
         queries_for(settings)
+        _imported.set()
         from core.store.packing import readable
-        from ui.resources import router_fit
 
         if readable(settings.results_url):  # unpacks a fresh clone's results (zlib, beside the index's build)
             router_fit(settings, "api_list", 5, None)  # the default link's router verdict, kept for later servers
     except Exception:  # a bad setting or missing data: the page says it in one line when it meets it
         logging.getLogger(__name__).debug("warm start stopped", exc_info=True)
     finally:
+        _imported.set()
         _done.set()
 
 
 def wait() -> None:
-    """Block until the warm thread has finished its imports; nothing to wait for under plain `streamlit run`."""
+    """Block until the warm thread has imported what the pages import (not for its work: a fresh clone's unpack and
+    router fit go on beside the first answer, which does not wait for them); nothing to wait for under plain
+    `streamlit run`. So no module is imported by two threads at once (tests/test_warm_start.py checks that the work
+    imports nothing)."""
     if _started:
-        _done.wait(WAIT_S)
+        _imported.wait(WAIT_S)
 
 
 def main(argv: Sequence[str]) -> int:
