@@ -56,8 +56,8 @@ def start_results_unpack() -> None:
     than after them. A failure is said by the page, whose own call meets it again."""
     from core.store.packing import readable, still_packed
 
-    if not still_packed(base_settings().results_url):
-        return  # unpacked already (every server after a clone's first): nothing to start, and no import here
+    if warm_start.started() or not still_packed(base_settings().results_url):
+        return  # the warm start unpacks them after the index; or unpacked already (every server after a clone's first)
     # Imported here, not in the thread: two threads importing the same package at once can each meet the other's
     # half-initialised module (a fresh server's first page failed so: "partially initialized module"). The
     # unpack reaches SQLAlchemy lazily (core.store.dburl) while this thread imports it for the store summary below.

@@ -28,10 +28,8 @@ _done = threading.Event()  # the thread's work too (a fresh clone's unpack and r
 _started = False
 
 
-def _import_for(settings) -> None:
-    """Every module the thread's work will import, imported before the pages may run: the Inspector's, and on a fresh
-    clone (results still packed) the router fit's, which reads the unpacked store with pandas (0.4-0.8 s, while the
-    browser loads the page; a later server reads the kept fit without them)."""
+def _import_for_pages(settings) -> None:
+    """What the Inspector's page imports, and the store's dialect, which its first read would."""
     import core.analysis.store_summary  # what the page modules import
     import core.study.one_query  # noqa: F401
     import ui.gold_section
@@ -40,37 +38,44 @@ def _import_for(settings) -> None:
     import ui.retriever_choice  # noqa: F401
     from sqlalchemy.engine import make_url
 
-    from core.store.packing import still_packed
-
-    make_url(settings.results_url).get_dialect()  # imports the store's dialect, which its first read would
-    if still_packed(settings.results_url):
-        for name in FIT_IMPORTS:
-            importlib.import_module(name)
+    make_url(settings.results_url).get_dialect()
 
 
 def _warm() -> None:
     """The shared link's path: the Inspector's imports, the default registry's index job and its queries; then, with
-    the pages released, the stored router fit its verdict reads (a fresh clone unpacks its results for it)."""
+    the pages released and once the index is ready, the stored router fit its verdict reads (a fresh clone unpacks its
+    results for it). Its modules are imported before the pages are released (FIT_IMPORTS, 0.4-0.8 s beside the index's
+    load; a later server reads the kept fit without them), so that no page import meets one of them half done; the
+    unpack and the fit wait for the index because on 2 cores they slowed the first answer they ran beside (fresh
+    clone 4.4-5.7 s -> 5.4-7.5 s, docs/benchmarks.md)."""
     try:
         from core.data.loaders import queries_for
+        from core.store.packing import readable, still_packed
         from ui.index_job import index_job
         from ui.page_settings import base_settings
         from ui.resources import router_fit
 
         settings = base_settings()
-        _import_for(settings)
-        index_job(settings)  # starts its own thread, found again by app.py's call (one cache per server)
+        _import_for_pages(settings)
+        job = index_job(settings)  # starts its own thread, found again by app.py's call (one cache per server)
         queries_for(settings)
+        if still_packed(settings.results_url):
+            for name in FIT_IMPORTS:
+                importlib.import_module(name)
         _imported.set()
-        from core.store.packing import readable
-
-        if readable(settings.results_url):  # unpacks a fresh clone's results (zlib, beside the index's build)
+        job.wait(WAIT_S)
+        if readable(settings.results_url):  # unpacks a fresh clone's results
             router_fit(settings, "api_list", 5, None)  # the default link's router verdict, kept for later servers
     except Exception:  # a bad setting or missing data: the page says it in one line when it meets it
         logging.getLogger(__name__).debug("warm start stopped", exc_info=True)
     finally:
         _imported.set()
         _done.set()
+
+
+def started() -> bool:
+    """Whether `make run`'s warm start runs in this server (it unpacks a fresh clone's results after the index)."""
+    return _started
 
 
 def wait() -> None:
