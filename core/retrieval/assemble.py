@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -111,10 +112,14 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
     (docs/benchmarks.md), which is most of a small import's time; its vectors differ from torch's by <= 1.5e-7.
     """
     start = time.perf_counter()
-    registry = registry or registry_for(settings)
     if settings.embedding_model == LEXICAL and encoder is None:
-        return lexical_retriever(registry, start)
-    encoder = encoder or load_encoder(settings.embedding_model, settings.encoder_runtime, settings.cache_dir)
+        return lexical_retriever(registry or registry_for(settings), start)
+    if encoder is None:  # loaded beside the registry's parse: on a fresh clone each takes ~0.9 s (docs/benchmarks.md)
+        with ThreadPoolExecutor(1, thread_name_prefix="encoder") as pool:
+            loading = pool.submit(load_encoder, settings.embedding_model, settings.encoder_runtime, settings.cache_dir)
+            registry = registry or registry_for(settings)
+            encoder = loading.result()
+    registry = registry or registry_for(settings)
     by_itself = encoder.runtime in (SentenceTransformerEncoder.runtime, *(("onnx",) if use_artifact else ()))
     builder = None if by_itself else (lambda: load_reference_encoder(settings.embedding_model))
     vectors, source = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder,
