@@ -15,7 +15,7 @@ appears), confirmed by 0.75 s without it; "first_columns_s" is when both columns
 `--profile DIR` also profiles every script run inside each server (benchmarks/profile_hook) into DIR and adds, per
 server, its runs' seconds and where its first request's time went.
 `--fresh-clone N` instead clones HEAD N times into a temporary folder and times each clone's first ?q= link on its
-first server (empty caches) and on a second one.
+first server (empty caches) and on a second one, with where each answer's seconds went in the browser ("_marks").
 `--local N` instead times N typed queries with LLM_BACKEND=local (after `make llm`; a fresh call cache, one
 warm-up query first): until PtR's column has its plan, and until both columns have theirs.
 Needs Debian's chromium.
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -114,20 +115,33 @@ def streamlit_server(env: dict[str, str] | None = None, root: Path = ROOT) -> It
         proc.wait(10)
 
 
-def first_answer_s(url: str, params: dict) -> float:
+def first_answer_s(url: str, params: dict, marks: dict[str, float] | None = None) -> float:
     """Seconds from opening an Inspector link (the server's first request) until both columns are rendered and
-    the page has settled, in a fresh browser."""
+    the page has settled, in a fresh browser. `marks`, when given, gets where those seconds went: the page's
+    DOMContentLoaded, its websocket's opening and first message (the script run's start), both columns' headers."""
     from playwright.sync_api import sync_playwright
 
+    seen: dict[str, float] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+
+        def on_websocket(ws) -> None:
+            seen.setdefault("websocket_open", time.perf_counter())
+            ws.on("framereceived", lambda _: seen.setdefault("first_message", time.perf_counter()))
+
+        page.on("websocket", on_websocket)
+        page.on("domcontentloaded", lambda _: seen.setdefault("dom_content_loaded", time.perf_counter()))
         t0 = time.perf_counter()
         page.goto(f"{url}/inspector?" + urllib.parse.urlencode(params))
         page.get_by_text("RtP · Retrieve-then-Plan").wait_for(timeout=TIMEOUT_MS)
+        seen["rtp_column"] = time.perf_counter()
         page.get_by_text("PtR · Plan-then-Retrieve").wait_for(timeout=TIMEOUT_MS)
+        seen["ptr_column"] = time.perf_counter()
         seconds = settled(page, "Query Inspector") - t0
         browser.close()
+    if marks is not None:
+        marks.update({name: round(at - t0, 3) for name, at in sorted(seen.items(), key=lambda item: item[1])})
     return seconds
 
 
@@ -147,9 +161,11 @@ def fresh_clone_load() -> dict:
         subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True)
         for label in ("fresh_clone", "clone_second_server"):
             started = time.perf_counter()
+            marks: dict[str, float] = {}
             with streamlit_server(root=clone) as url:
                 out[f"{label}_server_start_s"] = time.perf_counter() - started
-                out[f"{label}_first_load_s"] = first_answer_s(url, {"q": FIRST_QUERY, "k": 5})
+                out[f"{label}_first_load_s"] = first_answer_s(url, {"q": FIRST_QUERY, "k": 5}, marks)
+            out[f"{label}_marks"] = marks
     return out
 
 
@@ -249,6 +265,14 @@ def local_inspector(n: int) -> dict:
             "both_columns_median_s": round(statistics.median(both_s), 2)}
 
 
+def _in_project(file: str) -> str | None:
+    """`file` relative to this repository or to a --fresh-clone clone of it (removed by now), else None."""
+    match = re.search(r"/tdl-clone-[^/]+/clone/(.+)", file)
+    if match:
+        return match.group(1)
+    return str(Path(file).relative_to(ROOT)) if file.startswith(f"{ROOT}/") and "/.venv/" not in file else None
+
+
 def profile_summary(root: Path, top: int = 20) -> dict:
     """Per server: each script run's page and seconds, in order, and its first run's costliest calls (by
     cumulative time) in this repository's code and in the packages it imports."""
@@ -260,9 +284,9 @@ def profile_summary(root: Path, top: int = 20) -> dict:
         if not runs:
             continue
         stats = pstats.Stats(str(runs[0]))
-        rows = [(cum, f"{Path(file).relative_to(ROOT) if file.startswith(str(ROOT)) else Path(file).parent.name}"
-                      f":{line}({func})") for (file, line, func), (_, _, _, cum, _) in stats.stats.items()
-                if (file.startswith(str(ROOT)) and "/.venv/" not in file) or file.endswith("/__init__.py")]
+        rows = [(cum, f"{ours or Path(file).parent.name}:{line}({func})")
+                for (file, line, func), (_, _, _, cum, _) in stats.stats.items()
+                if (ours := _in_project(file)) or file.endswith("/__init__.py")]
         out[server.name] = {"runs": [r.stem for r in runs],
                             "first_run_top": [f"{cum:.2f} s {where}"
                                               for cum, where in sorted(rows, reverse=True)[:top]]}
@@ -286,7 +310,7 @@ def main() -> int:
     if args.fresh_clone:
         clones = [fresh_clone_load() for _ in range(args.fresh_clone)]
         summary = {key: {"median": statistics.median(c[key] for c in clones), "max": max(c[key] for c in clones)}
-                   for key in clones[0]}
+                   for key in clones[0] if key.endswith("_s")}
         summary["profile"] = profile_summary(args.profile) if args.profile else None
         print(json.dumps({**summary, "clones": clones, "load_average": os.getloadavg()},
                          indent=None if args.json else 2))

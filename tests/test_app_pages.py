@@ -557,6 +557,22 @@ def test_edited_stubs_from_the_url_are_searched_labelled_and_shown_as_text(app_e
     assert json.loads(at.query_params["stubs"]) == [["search_hotels", "find a hotel in London"]]
 
 
+def test_an_edit_is_kept_across_reruns_and_replaced_only_by_picking_another_start(app_env, index_ready) -> None:
+    """The start's stubs replace the edit only when the user picks another start (the select box's on_change), not
+    on a rerun for any other reason (such as a fresh clone's results unpacking mid-edit, which adds starts)."""
+    edit = "search_hotels: find a hotel in London"
+    at = page("app_pages/inspector.py", {"qid": PROBE_QID, "k": str(MAIN_K), "show": "Edit stubs"})
+    no_exception(at)
+    at.text_area(key="edit_text").set_value(edit).run()
+    at = at.run()
+    assert at.text_area(key="edit_text").value == edit
+    box = at.selectbox(key="edit_from")
+    other = next(option for option in box.options if option != box.value and option != "(no stubs)")
+    box.select(other).run()
+    no_exception(at)
+    assert at.text_area(key="edit_text").value not in ("", edit)
+
+
 def test_stubs_that_cannot_be_searched_are_one_warning(app_env, index_ready) -> None:
     at = page("app_pages/inspector.py", {"qid": PROBE_QID, "show": "Edit stubs", "stubs": "[[\"!!!\"]]"})
     no_exception(at)

@@ -279,7 +279,8 @@ def test_a_shared_link_with_edited_stubs_opens_the_same_hits_and_recall(server: 
     box.wait_for(timeout=RENDER_TIMEOUT_MS)
     box.fill(f"search_hotels: find a hotel in London\nexchange_rate: the GBP exchange rate\n{HOSTILE_STUB}")
     box.press("Control+Enter")
-    page.wait_for_url("**stubs=**", timeout=RENDER_TIMEOUT_MS)
+    # Every run writes its stubs into the URL: wait for the edited ones', not for the start's
+    page.wait_for_url(lambda url: "search_hotels" in url.replace("%22", ""), timeout=RENDER_TIMEOUT_MS)
     recalls, hits = _edited_view(page)
     assert len(recalls) == 2 and len(hits) >= 2 * MAIN_K, (recalls, hits)
     assert page.locator("[data-testid='stException']").count() == 0

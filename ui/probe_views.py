@@ -304,11 +304,12 @@ def stub_editor(stored: Sequence[StoredSystem], text: str, k: int,
         state["edit_from"] = next(name for name in (st.query_params.get("from"), default,
                                                     start_names[min(2, len(start_names) - 1)]) if name in points)
     left, right = st.columns([1, 2])
-    start = left.selectbox("Start from", start_names, key="edit_from",
+
+    def restart() -> None:  # only when the user picks another start: a rerun for any other reason keeps the edit
+        state["edit_text"] = stub_lines_text(points[state["edit_from"]])
+
+    start = left.selectbox("Start from", start_names, key="edit_from", on_change=restart,
                            help="The unedited stubs every difference is measured against.")
-    if "edit_started_from" in state and state["edit_started_from"] != start:  # the user picked another start
-        state["edit_text"] = stub_lines_text(points[start])
-    state["edit_started_from"] = start
     if "edit_text" not in state:
         state["edit_text"] = stub_lines_text(points[start])
     right.button("Reset to the start", on_click=state.__setitem__, args=("edit_text", stub_lines_text(points[start])),
