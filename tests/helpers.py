@@ -254,8 +254,6 @@ def needs_llama(skip: bool, reason: str) -> Callable[[Callable[..., Any]], Calla
     return mark
 
 
-
-
 def chromium() -> str:
     """Debian's Chromium for the browser tests: a skip where it is missing, a failure under CI, which needs it."""
     path = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -1,6 +1,6 @@
-"""The first answer's waits: app.py waits for the warm start's thread (ui.warm_start) only when `make run` started
-one, a thread that meets bad settings still lets every page run, and a page waits for an index that loads but not
-for one that embeds (ui.widgets.loading)."""
+"""The first answer's waits: app.py waits for the warm start's thread (ui.warm_start) to import what the pages import
+only when `make run` started one, a thread that meets bad settings still lets every page run, its work imports nothing
+once the pages run, and a page waits for an index that loads but not for one that embeds (ui.widgets.loading)."""
 from __future__ import annotations
 
 import os
@@ -13,7 +13,7 @@ import ui.warm_start as warm_start
 
 def test_plain_streamlit_run_waits_for_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(warm_start, "_started", False)
-    monkeypatch.setattr(warm_start, "_done", warm_start.threading.Event())  # never set
+    monkeypatch.setattr(warm_start, "_imported", warm_start.threading.Event())  # never set
     started = time.monotonic()
     warm_start.wait()
     assert time.monotonic() - started < 1.0
@@ -23,11 +23,11 @@ def test_a_warm_thread_that_meets_a_bad_setting_still_releases_the_pages(monkeyp
     """REGISTRY names no registry: base_settings raises; the thread ends, and wait() returns at once."""
     monkeypatch.setenv("REGISTRY", "no-such-registry")
     monkeypatch.setattr(warm_start, "_started", True)
-    monkeypatch.setattr(warm_start, "_done", warm_start.threading.Event())
+    monkeypatch.setattr(warm_start, "_imported", warm_start.threading.Event())
     thread = warm_start.threading.Thread(target=warm_start._warm)
     thread.start()
     thread.join(60)
-    assert not thread.is_alive() and warm_start._done.is_set()
+    assert not thread.is_alive() and warm_start._imported.is_set()
     started = time.monotonic()
     warm_start.wait()
     assert time.monotonic() - started < 1.0
@@ -75,7 +75,7 @@ sys.meta_path.insert(0, Recorder())
 thread = threading.Thread(target=warm._warm, name="warm-start")
 thread.start()
 thread.join(120)
-print(repr((warm._imported.is_set(), warm._done.is_set(), late)))
+print(repr((warm._imported.is_set(), not thread.is_alive(), late)))
 """
 
 

@@ -24,7 +24,6 @@ WAIT_S = 60.0  # an import cannot hang, but a page must never wait on a thread f
 FIT_IMPORTS = ("core.analysis.reader", "pandas.core.reshape.reshape", "pyarrow.pandas_compat",
                "pyarrow.vendored.version")
 _imported = threading.Event()  # what app.py waits for: every module the thread will need is imported
-_done = threading.Event()  # the thread's work too (a fresh clone's unpack and router fit): nobody waits for it
 _started = False
 
 
@@ -46,8 +45,8 @@ def _warm() -> None:
     the pages released and once the index is ready, the stored router fit its verdict reads (a fresh clone unpacks its
     results for it). Its modules are imported before the pages are released (FIT_IMPORTS, 0.4-0.8 s beside the index's
     load; a later server reads the kept fit without them), so that no page import meets one of them half done; the
-    unpack and the fit wait for the index because on 2 cores they slowed the first answer they ran beside (fresh
-    clone 4.4-5.7 s -> 5.4-7.5 s, docs/benchmarks.md)."""
+    unpack and the fit wait for the index because on 2 cores they slowed the first answer they ran beside
+    (docs/benchmarks.md)."""
     try:
         from core.data.loaders import queries_for
         from core.store.packing import readable, still_packed
@@ -70,7 +69,6 @@ def _warm() -> None:
         logging.getLogger(__name__).debug("warm start stopped", exc_info=True)
     finally:
         _imported.set()
-        _done.set()
 
 
 def started() -> bool:

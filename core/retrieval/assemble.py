@@ -114,12 +114,12 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
     start = time.perf_counter()
     if settings.embedding_model == LEXICAL and encoder is None:
         return lexical_retriever(registry or registry_for(settings), start)
-    if encoder is None:  # loaded beside the registry's parse: on a fresh clone each takes ~0.9 s (docs/benchmarks.md)
-        with ThreadPoolExecutor(1, thread_name_prefix="encoder") as pool:
-            loading = pool.submit(load_encoder, settings.embedding_model, settings.encoder_runtime, settings.cache_dir)
-            registry = registry or registry_for(settings)
-            encoder = loading.result()
-    registry = registry or registry_for(settings)
+    # The encoder loads beside the registry's parse (a fresh clone's cold load: docs/benchmarks.md)
+    with ThreadPoolExecutor(1, thread_name_prefix="encoder") as pool:
+        loading = None if encoder else pool.submit(load_encoder, settings.embedding_model, settings.encoder_runtime,
+                                                   settings.cache_dir)
+        registry = registry or registry_for(settings)
+        encoder = encoder or loading.result()
     by_itself = encoder.runtime in (SentenceTransformerEncoder.runtime, *(("onnx",) if use_artifact else ()))
     builder = None if by_itself else (lambda: load_reference_encoder(settings.embedding_model))
     vectors, source = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder,
