@@ -23,8 +23,10 @@ def test_the_prefilters_sessions_are_made_by_the_policy(monkeypatch: pytest.Monk
         pytest.skip("no exact integer GEMM here: the float32 prefilter has no session")
     vectors = np.eye(64, dtype=np.float32)
     scores = prefilter.Int8Scores(vectors, prefilter.CHUNK, prefilter.exact_code_limit())
+    made = dict(scores._sessions)  # both with the index, none inside a first answer
     scores.scores(vectors[:1])
     scores.scores(vectors[:3])
+    assert scores._sessions == made
     assert {threads: s.get_session_options().get_session_config_entry(SPINNING)
             for threads, s in scores._sessions.items()} == {1: "0", cores(): "0"}
 

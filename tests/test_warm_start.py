@@ -1,6 +1,7 @@
 """The first answer's waits: app.py waits for the warm start's thread (ui.warm_start) to import what the pages import
 only when `make run` started one, a thread that meets bad settings still lets every page run, its work imports nothing
-once the pages run, and a page waits for an index that loads but not for one that embeds (ui.widgets.loading)."""
+once the pages run and what it loaded is left out of later collections, and a page waits for an index that loads but
+not for one that embeds (ui.widgets.loading)."""
 from __future__ import annotations
 
 import os
@@ -61,7 +62,7 @@ def test_a_loading_index_is_waited_for_and_an_embedding_one_is_not() -> None:
 
 
 WORK_IMPORTS = """
-import sys, threading
+import gc, sys, threading
 import ui.warm_start as warm
 late = []
 
@@ -75,7 +76,7 @@ sys.meta_path.insert(0, Recorder())
 thread = threading.Thread(target=warm._warm, name="warm-start")
 thread.start()
 thread.join(120)
-print(repr((warm._imported.is_set(), not thread.is_alive(), late)))
+print(repr((warm._imported.is_set(), not thread.is_alive(), late, gc.get_freeze_count())))
 """
 
 
@@ -99,7 +100,8 @@ def test_the_warm_threads_work_imports_nothing_after_it_releases_the_pages(tmp_p
         out = subprocess.run([sys.executable, "-c", WORK_IMPORTS], cwd=ROOT, env=env, capture_output=True, text=True,
                              timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
-        imported, done, late = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+        imported, done, late, frozen = ast.literal_eval(out.stdout.strip().splitlines()[-1])
         assert imported and done, server
         assert late == [], f"{server}: the warm thread imported {late} after releasing the pages"
+        assert frozen > 100_000, f"{server}: {frozen} objects kept out of collections"  # the modules and the index
     assert (tmp_path / "results.sqlite").exists()  # the first run did unpack (and so fit on pandas)

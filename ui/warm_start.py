@@ -11,6 +11,7 @@ half-initialised ones.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import sys
@@ -46,7 +47,8 @@ def _warm() -> None:
     results for it). Its modules are imported before the pages are released (FIT_IMPORTS, 0.4-0.8 s beside the index's
     load; a later server reads the kept fit without them), so that no page import meets one of them half done; the
     unpack and the fit wait for the index because on 2 cores they slowed the first answer they ran beside
-    (docs/benchmarks.md)."""
+    (docs/benchmarks.md). With the index loaded, what is in memory is frozen out of the collector's walks: Streamlit
+    collects after every script run, which walked all of it (0.15 s after the first answer; 0.03 s frozen)."""
     try:
         from core.data.loaders import queries_for
         from core.store.packing import readable, still_packed
@@ -63,6 +65,7 @@ def _warm() -> None:
                 importlib.import_module(name)
         _imported.set()
         job.wait(WAIT_S)
+        gc.freeze()  # what is loaded by now lives as long as the server: no collection needs to walk it again
         if readable(settings.results_url):  # unpacks a fresh clone's results
             router_fit(settings, "api_list", 5, None)  # the default link's router verdict, kept for later servers
     except Exception:  # a bad setting or missing data: the page says it in one line when it meets it
