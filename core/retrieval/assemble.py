@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from core.retrieval.build_lock import NotifyFn, ProgressFn
 from core.retrieval.discovery import Retriever
 from core.retrieval.embedding import (Encoder, SentenceTransformerEncoder, cache_key, canonical_model_id,
-                                      corpus_embeddings, resolve_model_path)
-from core.retrieval.ann import IndexSpec, make_index
+                                      corpus_embeddings, resolve_model_path, shipped_embeddings)
+from core.retrieval.ann import IndexSpec, SearchIndex, make_index
 from core.retrieval.artifact import ArtifactError, artifact_name, read_header
 from core.data.registry import Registry
 from core.data.loaders import registry_for
@@ -100,6 +102,12 @@ def shipped_index_ready(settings: Settings) -> bool:
         return False
 
 
+def _indexed(settings: Settings, vectors: np.ndarray) -> tuple[IndexSpec, SearchIndex, str]:
+    """The configured index kind for this many vectors, and the index made over them (make_index's pair)."""
+    spec = IndexSpec.of(settings).for_size(len(vectors))
+    return (spec, *make_index(spec, vectors, settings.cache_dir))
+
+
 def build_retriever(settings: Settings, encoder: Encoder | None = None, registry: Registry | None = None,
                     progress: ProgressFn | None = None, notify: NotifyFn | None = None,
                     use_artifact: bool = True) -> tuple[Retriever, IndexInfo]:
@@ -114,18 +122,27 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
     start = time.perf_counter()
     if settings.embedding_model == LEXICAL and encoder is None:
         return lexical_retriever(registry or registry_for(settings), start)
-    # The encoder loads beside the registry's parse (a fresh clone's cold load: docs/benchmarks.md)
+    # The encoder loads beside the registry's parse and, for a declared model, the shipped vectors' decode and the
+    # index over them, none of which needs it (a fresh clone's cold load: docs/benchmarks.md)
+    declared = declared_embedding_model(settings.embedding_model) if use_artifact and encoder is None else None
+    shipped = None
     with ThreadPoolExecutor(1, thread_name_prefix="encoder") as pool:
         loading = None if encoder else pool.submit(load_encoder, settings.embedding_model, settings.encoder_runtime,
                                                    settings.cache_dir)
         registry = registry or registry_for(settings)
+        if declared is not None:
+            shipped = shipped_embeddings(declared.model_id, declared.dim, registry, settings.cache_dir,
+                                         settings.index_dir, notify)
+            indexed = shipped is not None and _indexed(settings, shipped)
         encoder = encoder or loading.result()
-    by_itself = encoder.runtime in (SentenceTransformerEncoder.runtime, *(("onnx",) if use_artifact else ()))
-    builder = None if by_itself else (lambda: load_reference_encoder(settings.embedding_model))
-    vectors, source = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder,
-                                        settings.index_dir if use_artifact else None, notify)
-    spec = IndexSpec.of(settings).for_size(len(vectors))
-    index, made = make_index(spec, vectors, settings.cache_dir)
+    if shipped is not None and (encoder.model_id, encoder.dim) == (declared.model_id, declared.dim):
+        source, (spec, index, made) = "artifact", indexed
+    else:  # no shipped vectors (refused ones were said: not looked for again), or the encoder is another model's
+        by_itself = encoder.runtime in (SentenceTransformerEncoder.runtime, *(("onnx",) if use_artifact else ()))
+        builder = None if by_itself else (lambda: load_reference_encoder(settings.embedding_model))
+        artifacts = settings.index_dir if use_artifact and declared is None else None
+        vectors, source = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder, artifacts, notify)
+        spec, index, made = _indexed(settings, vectors)
     info = IndexInfo(encoder.model_id, encoder.runtime, registry.name, len(registry), encoder.dim,
                      registry.content_hash[:16], source, time.perf_counter() - start,
                      {**spec.to_json(), "made": made})

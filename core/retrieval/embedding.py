@@ -240,6 +240,14 @@ def _from_artifact(artifact_dir: Path, cache_dir: Path, model_id: str, dim: int,
         return None
 
 
+def shipped_embeddings(model_id: str, dim: int, registry: Registry, cache_dir: Path, artifact_dir: Path,
+                       notify: NotifyFn | None = None) -> np.ndarray | None:
+    """The shipped vectors of `model_id` for exactly these documents (decoded once into cache_dir), else None: what
+    needs no encoder, so that an index can be made from them while the encoder loads (core.retrieval.assemble)."""
+    return _from_artifact(artifact_dir, cache_dir, model_id, dim, registry, cache_key(model_id, registry),
+                          notify or log.warning)
+
+
 def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path, progress: ProgressFn | None = None,
                       builder: Callable[[], Encoder] | None = None, artifact_dir: Path | None = None,
                       notify: NotifyFn | None = None) -> tuple[np.ndarray, str]:
@@ -254,7 +262,7 @@ def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path, pro
     say = notify or log.warning
     key = cache_key(encoder.model_id, registry)
     if artifact_dir is not None:
-        shipped = _from_artifact(artifact_dir, cache_dir, encoder.model_id, encoder.dim, registry, key, say)
+        shipped = shipped_embeddings(encoder.model_id, encoder.dim, registry, cache_dir, artifact_dir, say)
         if shipped is not None:
             return shipped, "artifact"
     cached = load_cached(cache_dir, key, len(registry), encoder.dim)
