@@ -133,14 +133,16 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
         if declared is not None:
             shipped = shipped_embeddings(declared.model_id, declared.dim, registry, settings.cache_dir,
                                          settings.index_dir, notify)
-            indexed = shipped is not None and _indexed(settings, shipped)
+            if shipped is not None:
+                indexed = _indexed(settings, shipped)
         encoder = encoder or loading.result()
     if shipped is not None and (encoder.model_id, encoder.dim) == (declared.model_id, declared.dim):
         source, (spec, index, made) = "artifact", indexed
-    else:  # no shipped vectors (refused ones were said: not looked for again), or the encoder is another model's
+    else:  # no shipped vectors (looked for once: a refusal is said once), or the encoder is another model's
         by_itself = encoder.runtime in (SentenceTransformerEncoder.runtime, *(("onnx",) if use_artifact else ()))
         builder = None if by_itself else (lambda: load_reference_encoder(settings.embedding_model))
-        artifacts = settings.index_dir if use_artifact and declared is None else None
+        # the shipped vectors against the loaded encoder's own model and dimension, unless none were found above
+        artifacts = settings.index_dir if use_artifact and (declared is None or shipped is not None) else None
         vectors, source = corpus_embeddings(encoder, registry, settings.cache_dir, progress, builder, artifacts, notify)
         spec, index, made = _indexed(settings, vectors)
     info = IndexInfo(encoder.model_id, encoder.runtime, registry.name, len(registry), encoder.dim,

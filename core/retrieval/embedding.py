@@ -208,13 +208,16 @@ def save_cached(cache_dir: Path, key: str, vectors: np.ndarray, model_id: str, r
         raise
 
 
-def _from_artifact(artifact_dir: Path, cache_dir: Path, model_id: str, dim: int, registry: Registry, key: str,
-                   say: NotifyFn) -> np.ndarray | None:
-    """The shipped vectors when they were made from exactly these documents by this model, else None.
+def shipped_embeddings(model_id: str, dim: int, registry: Registry, cache_dir: Path, artifact_dir: Path,
+                       notify: NotifyFn | None = None) -> np.ndarray | None:
+    """The shipped vectors when they were made from exactly these documents by this model, else None. It needs no
+    encoder, so that an index can be made from them while the encoder loads (core.retrieval.assemble).
 
     The decoded float32 matrix is kept in the cache under the artifact's own checksum, because
     loading it (0.1 s) is cheaper than decoding the artifact again (0.35 s) on every start.
     """
+    say = notify or log.warning
+    key = cache_key(model_id, registry)
     path = artifact_dir / artifact_name(model_id, registry.name)
     if not path.is_file():
         return None
@@ -238,14 +241,6 @@ def _from_artifact(artifact_dir: Path, cache_dir: Path, model_id: str, dim: int,
     except ArtifactError as exc:
         say(f"The shipped index cannot be used: {exc}. Embedding the {len(registry):,} documents instead.")
         return None
-
-
-def shipped_embeddings(model_id: str, dim: int, registry: Registry, cache_dir: Path, artifact_dir: Path,
-                       notify: NotifyFn | None = None) -> np.ndarray | None:
-    """The shipped vectors of `model_id` for exactly these documents (decoded once into cache_dir), else None: what
-    needs no encoder, so that an index can be made from them while the encoder loads (core.retrieval.assemble)."""
-    return _from_artifact(artifact_dir, cache_dir, model_id, dim, registry, cache_key(model_id, registry),
-                          notify or log.warning)
 
 
 def corpus_embeddings(encoder: Encoder, registry: Registry, cache_dir: Path, progress: ProgressFn | None = None,
