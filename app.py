@@ -12,7 +12,7 @@ import threading
 
 import streamlit as st
 
-from ui import warm_start
+from ui import first_answer, warm_start
 
 warm_start.wait()  # under `make run` (python -m ui.warm_start): until its thread has imported what follows
 
@@ -137,4 +137,7 @@ except DataNotFoundError:
 
 if cache_warning:
     st.warning(md(cache_warning), icon=":material/info:")
-page.run()
+try:
+    page.run()
+finally:  # also when the page stops (st.stop) or reruns
+    first_answer.answered()

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.retrieval.embedding import cache_key, corpus_embeddings
+from core.retrieval.embedding import cache_key, corpus_embeddings, shipped_embeddings
 from core.retrieval.artifact import (ArtifactError, artifact_name, decode_payload, encode_payload, read_artifact,
                                      read_header, write_artifact)
 from core.data.registry import Registry
@@ -54,6 +54,24 @@ def test_matching_artifact_is_used_and_nothing_is_embedded(tmp_path: Path, fake_
                                         artifact_dir=tmp_path / "index")
     assert source == "artifact" and fake_encoder.calls == calls
     assert np.abs(vectors - fake_encoder.encode(small_registry.documents)).max() < 2e-3
+
+
+def test_a_deferred_decoded_cache_is_written_only_when_its_task_runs(tmp_path: Path, fake_encoder,
+                                                                    small_registry) -> None:
+    """The dashboard defers the decoded vectors' write until after its first answer (ui.warm_start.defer): the
+    vectors come back at once, nothing is in the cache until the task runs, and the next read is the cache's."""
+    index, cache = tmp_path / "index", tmp_path / "cache"
+    shipped_for(fake_encoder, small_registry, index)
+    tasks: list = []
+    vectors = shipped_embeddings(fake_encoder.model_id, fake_encoder.dim, small_registry, cache, index,
+                                 defer=tasks.append)
+    assert len(tasks) == 1 and not list(cache.glob("emb-*"))
+    tasks[0]()
+    [written] = cache.glob("emb-*-f16-*.npy")
+    read = shipped_embeddings(fake_encoder.model_id, fake_encoder.dim, small_registry, cache, index,
+                              defer=tasks.append)
+    assert len(tasks) == 1 and np.array_equal(read, vectors)  # read from the cache: nothing more to write
+    assert np.array_equal(np.load(written), vectors)
 
 
 def test_other_documents_fall_back_to_a_build(tmp_path: Path, fake_encoder, small_registry) -> None:

@@ -14,6 +14,7 @@ import streamlit as st
 from core.retrieval.discovery import Retriever
 from core.retrieval.assemble import IndexInfo, build_retriever
 from core.settings import Settings
+from ui import first_answer
 
 
 @dataclass
@@ -35,7 +36,8 @@ class IndexJob:
 
     def run(self) -> None:
         try:
-            self.retriever, self.info = build_retriever(self.settings, progress=self.progress, notify=self.note)
+            self.retriever, self.info = build_retriever(self.settings, progress=self.progress, notify=self.note,
+                                                        defer=first_answer.defer)
         except Exception as exc:  # any failure is shown on the page instead of a dead thread
             self.error = f"{type(exc).__name__}: {exc}"
         finally:

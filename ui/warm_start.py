@@ -18,7 +18,10 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from ui import first_answer
+
 WAIT_S = 60.0  # an import cannot hang, but a page must never wait on a thread forever
+ANSWER_WAIT_S = 30.0  # how long the work put after the first answer waits for it: a server nobody opens does it too
 
 # What the router's first fit imports: the reader, then what pandas and pyarrow import at their first calls (the fit's
 # unstack, its first frame of the store's rows)
@@ -48,7 +51,9 @@ def _warm() -> None:
     load; a later server reads the kept fit without them), so that no page import meets one of them half done; the
     unpack and the fit wait for the index because on 2 cores they slowed the first answer they ran beside
     (docs/benchmarks.md). With the index loaded, what is in memory is frozen out of the collector's walks: Streamlit
-    collects after every script run, which walked all of it (0.15 s after the first answer; 0.03 s frozen)."""
+    collects after every script run, which walked all of it (0.15 s after the first answer; 0.03 s frozen). Then it
+    waits for the first answer to be sent (ui.first_answer) before the work that only later answers need: the held
+    cache writes, the unpack and the fit."""
     try:
         from core.data.loaders import queries_for
         from core.store.packing import readable, still_packed
@@ -66,12 +71,15 @@ def _warm() -> None:
         _imported.set()
         job.wait(WAIT_S)
         gc.freeze()  # what is loaded by now lives as long as the server: no collection needs to walk it again
+        first_answer.wait(ANSWER_WAIT_S)
+        first_answer.release()
         if readable(settings.results_url):  # unpacks a fresh clone's results
             router_fit(settings, "api_list", 5, None)  # the default link's router verdict, kept for later servers
     except Exception:  # a bad setting or missing data: the page says it in one line when it meets it
         logging.getLogger(__name__).debug("warm start stopped", exc_info=True)
     finally:
         _imported.set()
+        first_answer.release()
 
 
 def started() -> bool:
@@ -93,6 +101,7 @@ def main(argv: Sequence[str]) -> int:
     from streamlit.web import cli
 
     _started = True
+    first_answer.hold()
     threading.Thread(target=_warm, name="warm-start", daemon=True).start()
     sys.argv = ["streamlit", "run", "app.py", *argv]
     return cli.main()

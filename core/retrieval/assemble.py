@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.retrieval.build_lock import NotifyFn, ProgressFn
+from core.retrieval.build_lock import DeferFn, NotifyFn, ProgressFn
 from core.retrieval.discovery import Retriever
 from core.retrieval.embedding import (Encoder, SentenceTransformerEncoder, cache_key, canonical_model_id,
                                       corpus_embeddings, resolve_model_path, shipped_embeddings)
@@ -110,7 +110,7 @@ def _indexed(settings: Settings, vectors: np.ndarray) -> tuple[IndexSpec, Search
 
 def build_retriever(settings: Settings, encoder: Encoder | None = None, registry: Registry | None = None,
                     progress: ProgressFn | None = None, notify: NotifyFn | None = None,
-                    use_artifact: bool = True) -> tuple[Retriever, IndexInfo]:
+                    use_artifact: bool = True, defer: DeferFn | None = None) -> tuple[Retriever, IndexInfo]:
     """Encoder + corpus embeddings (shipped, cached or built) + FAISS index for the configured registry; with
     EMBEDDING_MODEL=bm25, BM25's encoder and index instead (lexical_retriever).
 
@@ -118,6 +118,7 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
     encodes them, so that the shipped files stay reproducible from the reference. Otherwise an ONNX query encoder
     encodes the corpus itself: on 2 cores it is 1.2-1.3x torch's rate and loads in 0.4 s instead of 6-9 s
     (docs/benchmarks.md), which is most of a small import's time; its vectors differ from torch's by <= 1.5e-7.
+    `defer` takes the cache writes that only speed up later starts (shipped_embeddings).
     """
     start = time.perf_counter()
     if settings.embedding_model == LEXICAL and encoder is None:
@@ -132,7 +133,7 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
         registry = registry or registry_for(settings)
         if declared is not None:
             shipped = shipped_embeddings(declared.model_id, declared.dim, registry, settings.cache_dir,
-                                         settings.index_dir, notify)
+                                         settings.index_dir, notify, defer)
             if shipped is not None:
                 indexed = _indexed(settings, shipped)
         encoder = encoder or loading.result()

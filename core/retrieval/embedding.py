@@ -22,7 +22,7 @@ import numpy as np
 
 from core.embedding_models import ModelUnavailable, declared_embedding_model
 from core.files import CannotWrite, ensure_folder, untold, write_atomic, writing
-from core.retrieval.build_lock import NotifyFn, ProgressFn, exclusive_build
+from core.retrieval.build_lock import DeferFn, NotifyFn, ProgressFn, exclusive_build, run_now
 from core.retrieval.checked_file import discard, file_sha256
 from core.retrieval.chunked_build import drop_parts, encode_in_chunks, parts_folder
 from core.retrieval.artifact import ArtifactError, artifact_name, read_artifact, read_header
@@ -209,12 +209,14 @@ def save_cached(cache_dir: Path, key: str, vectors: np.ndarray, model_id: str, r
 
 
 def shipped_embeddings(model_id: str, dim: int, registry: Registry, cache_dir: Path, artifact_dir: Path,
-                       notify: NotifyFn | None = None) -> np.ndarray | None:
+                       notify: NotifyFn | None = None, defer: DeferFn | None = None) -> np.ndarray | None:
     """The shipped vectors when they were made from exactly these documents by this model, else None. It needs no
     encoder, so that an index can be made from them while the encoder loads (core.retrieval.assemble).
 
     The decoded float32 matrix is kept in the cache under the artifact's own checksum, because
-    loading it (0.1 s) is cheaper than decoding the artifact again (0.35 s) on every start.
+    loading it (0.1 s) is cheaper than decoding the artifact again (0.35 s) on every start. That write (72 MB and
+    its sha256, 0.2 s) only speeds up later starts, so `defer`, when given, is handed it to run when it slows nothing
+    (the dashboard's warm start: after the first answer); without it, it is written before returning.
     """
     say = notify or log.warning
     key = cache_key(model_id, registry)
@@ -232,11 +234,16 @@ def shipped_embeddings(model_id: str, dim: int, registry: Registry, cache_dir: P
         if decoded is not None:
             return decoded
         vectors = read_artifact(path, header)
-        try:
-            save_cached(cache_dir, decoded_key, vectors, model_id, registry, {"artifact": path.name})
-        except CannotWrite as exc:  # costs a decode per start (0.35 s), nothing else
-            if untold(exc):
-                say(f"The decoded index is kept in memory for this run ({exc}); it is decoded again on every start.")
+
+        def keep() -> None:
+            try:
+                save_cached(cache_dir, decoded_key, vectors, model_id, registry, {"artifact": path.name})
+            except CannotWrite as exc:  # costs a decode per start (0.35 s), nothing else
+                if untold(exc):
+                    say(f"The decoded index is kept in memory for this run ({exc}); it is decoded again on every "
+                        "start.")
+
+        (defer or run_now)(keep)
         return vectors
     except ArtifactError as exc:
         say(f"The shipped index cannot be used: {exc}. Embedding the {len(registry):,} documents instead.")
