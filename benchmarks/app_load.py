@@ -85,10 +85,33 @@ def settled(page, title: str, poll_s: float = 0.025) -> float:
     return done
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_after(pid: int, timeout_s: float = 60.0, window_s: float = 0.5, busy_s: float = 0.05) -> float:
+    """Seconds until the process used less than busy_s of CPU in a window_s window: the server's own work after
+    its first answer (a fresh clone's cache writes, results unpack and router fit: ui.first_answer) is done."""
+    started = time.perf_counter()
+    before = cpu_seconds(pid)
+    while time.perf_counter() - started < timeout_s:
+        time.sleep(window_s)
+        now = cpu_seconds(pid)
+        if now - before < busy_s:
+            return time.perf_counter() - started - window_s
+        before = now
+    raise TimeoutError(f"the server was still busy after {timeout_s:.0f} s")
+
+
 @contextmanager
-def streamlit_server(env: dict[str, str] | None = None, root: Path = ROOT) -> Iterator[str]:
+def streamlit_server(env: dict[str, str] | None = None, root: Path = ROOT, finish: dict | None = None
+                     ) -> Iterator[str]:
     """A fresh server in `root` on a free port, started as `make run` starts it (`python -m ui.warm_start`; with
-    `--plain`, `streamlit run app.py`); yields its URL once /_stcore/health answers."""
+    `--plain`, `streamlit run app.py`); yields its URL once /_stcore/health answers. With `finish`, the server is
+    stopped only once it is idle, so that what it writes for later servers is written, and finish["s"] gets how
+    long that took after the block."""
     url = f"http://127.0.0.1:{free_port()}"
     env = {**os.environ, **(env or {})}
     if profile_root is not None:
@@ -110,6 +133,8 @@ def streamlit_server(env: dict[str, str] | None = None, root: Path = ROOT) -> It
                     raise RuntimeError("streamlit exited before it answered") from None
                 time.sleep(0.05)
         yield url
+        if finish is not None:
+            finish["s"] = idle_after(proc.pid)
     finally:
         proc.terminate()
         proc.wait(10)
@@ -154,7 +179,8 @@ def first_qid_load() -> float:
 def fresh_clone_load() -> dict:
     """A fresh clone of this repository's HEAD (no data/cache, the results store still packed, no ONNX graph: what
     `git clone` gives, with this .venv's packages): server start, then its first request, a shared ?q= link, until
-    both columns are rendered; and the same on a second fresh server over the caches the first one wrote."""
+    both columns are rendered; and the same on a second fresh server over the caches the first one wrote (it is
+    stopped once idle: its cache writes, unpack and fit come after its answer)."""
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="tdl-clone-") as folder:
         clone = Path(folder) / "clone"
@@ -162,10 +188,12 @@ def fresh_clone_load() -> dict:
         for label in ("fresh_clone", "clone_second_server"):
             started = time.perf_counter()
             marks: dict[str, float] = {}
-            with streamlit_server(root=clone) as url:
+            finish: dict = {}
+            with streamlit_server(root=clone, finish=finish) as url:
                 out[f"{label}_server_start_s"] = time.perf_counter() - started
                 out[f"{label}_first_load_s"] = first_answer_s(url, {"q": FIRST_QUERY, "k": 5}, marks)
             out[f"{label}_marks"] = marks
+            out[f"{label}_busy_after_answer_s"] = round(finish["s"], 2)
     return out
 
 
