@@ -127,7 +127,8 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
     # index over them, none of which needs it (a fresh clone's cold load: docs/benchmarks.md)
     declared = declared_embedding_model(settings.embedding_model) if use_artifact and encoder is None else None
     shipped = None
-    with ThreadPoolExecutor(1, thread_name_prefix="encoder") as pool:
+    pool = ThreadPoolExecutor(1, thread_name_prefix="encoder")
+    try:
         loading = None if encoder else pool.submit(load_encoder, settings.embedding_model, settings.encoder_runtime,
                                                    settings.cache_dir)
         registry = registry or registry_for(settings)
@@ -137,6 +138,8 @@ def build_retriever(settings: Settings, encoder: Encoder | None = None, registry
             if shipped is not None:
                 indexed = _indexed(settings, shipped)
         encoder = encoder or loading.result()
+    finally:  # a registry that cannot be read is said at once, not after the encoder's load (about 1 s)
+        pool.shutdown(wait=False)
     if shipped is not None and (encoder.model_id, encoder.dim) == (declared.model_id, declared.dim):
         source, (spec, index, made) = "artifact", indexed
     else:  # no shipped vectors (looked for once: a refusal is said once), or the encoder is another model's
