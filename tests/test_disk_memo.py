@@ -72,3 +72,28 @@ def test_a_cache_folder_that_cannot_be_written_costs_only_the_speed_up(study: st
     blocked.write_text("not a folder")
     got = ResultsReader(study, blocked).main_table()
     pd.testing.assert_frame_equal(got, ResultsReader(study).main_table())
+
+
+def test_two_threads_asking_for_one_value_compute_it_once(tmp_path: Path) -> None:
+    """A fresh clone's warm start fits the router while a page may ask for the same fit: the page waits for the
+    fit in progress and reads what it kept, instead of fitting it a second time beside it."""
+    import threading
+    import time
+
+    from core.analysis.disk_memo import DiskMemo
+
+    calls: list[int] = []
+
+    def compute() -> dict:
+        calls.append(1)
+        time.sleep(0.3)
+        return {"threshold": 0.5}
+
+    got: list[dict] = []
+    threads = [threading.Thread(target=lambda: got.append(DiskMemo(tmp_path).get(("fit",), ("data",), compute)))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert got == [{"threshold": 0.5}] * 2 and len(calls) == 1

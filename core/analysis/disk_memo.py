@@ -15,6 +15,7 @@ import importlib.metadata
 import logging
 import pickle
 import sys
+import threading
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +27,13 @@ from core.settings import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
 KEEP = 512  # tables kept; the oldest go first
+_computing: dict[Path, threading.Lock] = {}  # one lock per kept file: a value two threads ask for is computed once
+_computing_guard = threading.Lock()
+
+
+def _lock_for(path: Path) -> threading.Lock:
+    with _computing_guard:
+        return _computing.setdefault(path, threading.Lock())
 
 
 @lru_cache(maxsize=1)
@@ -51,15 +59,16 @@ class DiskMemo:
             return compute()
         name = hashlib.sha256(repr((code_digest(), signature, key)).encode()).hexdigest()[:40]
         path = self.folder / f"{name}.pkl"
-        data = checked_bytes(path, "a cached results table")
-        if data is not None:
-            try:
-                return pickle.loads(data)
-            except Exception as exc:  # an unreadable table is computed again
-                log.warning("cached results table %s could not be read (%s); computing it again", path.name, exc)
-        value = compute()
-        self._keep(path, value)
-        return value
+        with _lock_for(path):  # e.g. the warm start's router fit and a page's: the second reads what the first kept
+            data = checked_bytes(path, "a cached results table")
+            if data is not None:
+                try:
+                    return pickle.loads(data)
+                except Exception as exc:  # an unreadable table is computed again
+                    log.warning("cached results table %s could not be read (%s); computing it again", path.name, exc)
+            value = compute()
+            self._keep(path, value)
+            return value
 
     def _keep(self, path: Path, value: Any) -> None:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
