@@ -45,8 +45,8 @@ class _Graph:
     """Collects nodes and initialisers; names are generated so the builder below stays short."""
 
     def __init__(self) -> None:
-        self.nodes: list[bytes] = []
-        self.inits: list[bytes] = []
+        self.nodes: list[onnx_proto.Message] = []
+        self.inits: list[onnx_proto.Message] = []
         self.count = 0
 
     def const(self, array: np.ndarray) -> str:

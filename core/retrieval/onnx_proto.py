@@ -3,12 +3,16 @@
 Why: the search prefilter builds a one-off graph at every index construction (every app start, every
 scaling sub-index), and the query encoder's graph is built on a fresh clone's first start; importing the `onnx`
 package for either cost 0.4-1.5 s here (0.68 s of a fresh clone's first answer). Field numbers are those of
-onnx.proto (proto2); tests check the bytes with onnx's own parser and checker.
+onnx.proto (proto2); tests check the bytes with onnx's own parser and checker. A message is kept as its pieces
+(Message), a tensor's data as a view of its array, and joined once by model(): joining every nested message as it
+was made copied the encoder's 90 MB of weights six times on a fresh clone's first start, and the prefilter's
+18 MB of codes on every start (docs/benchmarks.md).
 """
 from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,49 +31,75 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
+@dataclass(frozen=True)
+class Message:
+    """Encoded fields as pieces (bytes, or views of arrays) and their total size, so that nesting copies nothing."""
+
+    pieces: tuple[bytes | memoryview, ...]
+    size: int
+
+
+def _message(*parts: bytes | memoryview | Message) -> Message:
+    pieces: list[bytes | memoryview] = []
+    size = 0
+    for part in parts:
+        if isinstance(part, Message):
+            pieces.extend(part.pieces)
+            size += part.size
+        else:
+            pieces.append(part)
+            size += part.nbytes if isinstance(part, memoryview) else len(part)
+    return Message(tuple(pieces), size)
+
+
 def _int(field: int, value: int) -> bytes:
     return _varint(field << 3) + _varint(value)
 
 
-def _bytes(field: int, value: bytes | str) -> bytes:
+def _field(field: int, value: bytes | str | memoryview | Message) -> Message:
+    """A length-delimited field: a string, raw bytes or a nested message."""
     data = value.encode() if isinstance(value, str) else value
-    return _varint(field << 3 | 2) + _varint(len(data)) + data
+    size = data.size if isinstance(data, Message) else data.nbytes if isinstance(data, memoryview) else len(data)
+    return _message(_varint(field << 3 | 2) + _varint(size), data)
 
 
-def tensor(name: str, array: np.ndarray) -> bytes:
-    """TensorProto: dims, data type, name, little-endian raw data."""
+def tensor(name: str, array: np.ndarray) -> Message:
+    """TensorProto: dims, data type, name, little-endian raw data (a view of the array, which must not change
+    until model() has joined it)."""
     array = np.ascontiguousarray(array)
-    return (b"".join(_int(1, d) for d in array.shape) + _int(2, DTYPES[array.dtype]) + _bytes(8, name)
-            + _bytes(9, array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()))
+    raw = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False)).reshape(-1)
+    return _message(*(_int(1, d) for d in array.shape), _int(2, DTYPES[array.dtype]), _field(8, name),
+                    _field(9, memoryview(raw).cast("B")))
 
 
-def value_info(name: str, dtype: type, shape: Sequence[Dim]) -> bytes:
+def value_info(name: str, dtype: type, shape: Sequence[Dim]) -> Message:
     """ValueInfoProto of a tensor: name, element type and shape (ints fixed, strings symbolic)."""
-    dims = b"".join(_bytes(1, _int(1, d) if isinstance(d, int) else _bytes(2, d)) for d in shape)
-    return _bytes(1, name) + _bytes(2, _bytes(1, _int(1, DTYPES[np.dtype(dtype)]) + _bytes(2, dims)))
+    dims = _message(*(_field(1, _int(1, d) if isinstance(d, int) else _field(2, d)) for d in shape))
+    return _message(_field(1, name), _field(2, _field(1, _message(_int(1, DTYPES[np.dtype(dtype)]), _field(2, dims)))))
 
 
-def _attribute(key: str, value: int | float) -> bytes:
+def _attribute(key: str, value: int | float) -> Message:
     """AttributeProto: an INT (type 2, field i) or a FLOAT (type 1, field f, fixed32)."""
     if isinstance(value, float):
-        return _bytes(1, key) + _varint(2 << 3 | 5) + struct.pack("<f", value) + _int(20, 1)
-    return _bytes(1, key) + _int(3, value) + _int(20, 2)
+        return _message(_field(1, key), _varint(2 << 3 | 5) + struct.pack("<f", value) + _int(20, 1))
+    return _message(_field(1, key), _int(3, value) + _int(20, 2))
 
 
 def node(op_type: str, inputs: Sequence[str], outputs: Sequence[str], domain: str = "",
-         **attributes: int | float) -> bytes:
+         **attributes: int | float) -> Message:
     """NodeProto with integer and float attributes, in the default domain or another (e.g. com.microsoft)."""
-    return (b"".join(_bytes(1, i) for i in inputs) + b"".join(_bytes(2, o) for o in outputs) + _bytes(4, op_type)
-            + b"".join(_bytes(5, _attribute(key, value)) for key, value in attributes.items())
-            + (_bytes(7, domain) if domain else b""))
+    return _message(*(_field(1, i) for i in inputs), *(_field(2, o) for o in outputs), _field(4, op_type),
+                    *(_field(5, _attribute(key, value)) for key, value in attributes.items()),
+                    *((_field(7, domain),) if domain else ()))
 
 
-def model(name: str, nodes: Sequence[bytes], initialisers: Sequence[bytes], inputs: Sequence[bytes],
-          outputs: Sequence[bytes], opset: int, ir_version: int = 9, domains: Mapping[str, int] | None = None
+def model(name: str, nodes: Sequence[Message], initialisers: Sequence[Message], inputs: Sequence[Message],
+          outputs: Sequence[Message], opset: int, ir_version: int = 9, domains: Mapping[str, int] | None = None
           ) -> bytes:
     """ModelProto bytes, ready for onnxruntime.InferenceSession; `domains` are further operator sets by version."""
-    graph = (b"".join(_bytes(1, n) for n in nodes) + _bytes(2, name) + b"".join(_bytes(5, t) for t in initialisers)
-             + b"".join(_bytes(11, i) for i in inputs) + b"".join(_bytes(12, o) for o in outputs))
+    graph = _message(*(_field(1, n) for n in nodes), _field(2, name), *(_field(5, t) for t in initialisers),
+                     *(_field(11, i) for i in inputs), *(_field(12, o) for o in outputs))
     opsets = {"": opset, **(domains or {})}
-    return (_int(1, ir_version) + b"".join(_bytes(8, _bytes(1, domain) + _int(2, version))
-                                            for domain, version in opsets.items()) + _bytes(7, graph))
+    whole = _message(_int(1, ir_version), *(_field(8, _message(_field(1, domain), _int(2, version)))
+                                            for domain, version in opsets.items()), _field(7, graph))
+    return b"".join(whole.pieces)
