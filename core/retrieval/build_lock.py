@@ -27,13 +27,13 @@ from core.retrieval.checked_file import discard
 ProgressFn = Callable[[int, int], None]
 NotifyFn = Callable[[str], None]
 DeferFn = Callable[[Callable[[], None]], None]  # takes work that only speeds up later starts, to run when it can
+POLL_S = 1.0
+WRITE_EVERY_S = 0.5
 
 
 def run_now(task: Callable[[], None]) -> None:
     """The DeferFn of a caller with nothing to put first: the work is done at once."""
     task()
-POLL_S = 1.0
-WRITE_EVERY_S = 0.5
 
 
 @dataclass(frozen=True)
