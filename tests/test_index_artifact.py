@@ -58,7 +58,7 @@ def test_matching_artifact_is_used_and_nothing_is_embedded(tmp_path: Path, fake_
 
 def test_a_deferred_decoded_cache_is_written_only_when_its_task_runs(tmp_path: Path, fake_encoder,
                                                                     small_registry) -> None:
-    """The dashboard defers the decoded vectors' write until after its first answer (ui.warm_start.defer): the
+    """The dashboard defers the decoded vectors' write until after its first answer (ui.first_answer.defer): the
     vectors come back at once, nothing is in the cache until the task runs, and the next read is the cache's."""
     index, cache = tmp_path / "index", tmp_path / "cache"
     shipped_for(fake_encoder, small_registry, index)

@@ -58,16 +58,15 @@ def _int(field: int, value: int) -> bytes:
 
 def _field(field: int, value: bytes | str | memoryview | Message) -> Message:
     """A length-delimited field: a string, raw bytes or a nested message."""
-    data = value.encode() if isinstance(value, str) else value
-    size = data.size if isinstance(data, Message) else data.nbytes if isinstance(data, memoryview) else len(data)
-    return _message(_varint(field << 3 | 2) + _varint(size), data)
+    inner = _message(value.encode() if isinstance(value, str) else value)
+    return _message(_varint(field << 3 | 2) + _varint(inner.size), inner)
 
 
 def tensor(name: str, array: np.ndarray) -> Message:
     """TensorProto: dims, data type, name, little-endian raw data (a view of the array, which must not change
     until model() has joined it)."""
     array = np.ascontiguousarray(array)
-    raw = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False)).reshape(-1)
+    raw = array.astype(array.dtype.newbyteorder("<"), copy=False).reshape(-1)  # astype keeps it contiguous
     return _message(*(_int(1, d) for d in array.shape), _int(2, DTYPES[array.dtype]), _field(8, name),
                     _field(9, memoryview(raw).cast("B")))
 
